@@ -1,0 +1,121 @@
+# gpunet.rdma: every command sets up what it needs on a fresh Debian 12 machine (as root).
+#   make test   everything that checks the collection (lint, sanity, unit, molecule)
+#   make lab    the simulated GPU cluster, running playbooks/site.yml end to end
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+BUILD := $(CURDIR)/.build
+COLLECTIONS := $(BUILD)/collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpunet/rdma
+SANITY_ROOT := $(BUILD)/sanity/ansible_collections/gpunet/rdma
+LAB_FIXTURES := $(BUILD)/lab-fixtures
+APT_PACKAGES := podman runc debootstrap rsync git uidmap slirp4netns fuse-overlayfs
+
+# The venv's tools first; the collection visible to Ansible as gpunet.rdma; its
+# dependencies come from the `ansible` package inside the venv.
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export LAB_FIXTURES
+export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
+export PYTHONDONTWRITEBYTECODE := 1
+
+PROFILES := $(patsubst lab/hardware/%.yml,%,$(wildcard lab/hardware/*.yml))
+FIXTURES := $(patsubst %,$(LAB_FIXTURES)/%.tar.gz,$(PROFILES))
+MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+
+.PHONY: help deps apt venv collection lint sanity unit changelog-lint molecule test lab lab-clean lab-image \
+	lab-fixtures build clean constraints
+
+help:
+	@echo "make test       lint + sanity + unit + molecule (what CI runs)"
+	@echo "make lint       ansible-lint, production profile"
+	@echo "make sanity     ansible-test sanity (offline)"
+	@echo "make unit       pytest unit tests"
+	@echo "make molecule   every molecule scenario: $(MOLECULE_SCENARIOS)"
+	@echo "make lab        start the simulated cluster and run playbooks/site.yml against it"
+	@echo "make lab-clean  remove the lab containers"
+	@echo "make build      ansible-galaxy collection build"
+
+# ------------------------------------------------------------------ set-up
+apt: $(BUILD)/apt.stamp
+$(BUILD)/apt.stamp:
+	@mkdir -p $(BUILD)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing apt packages:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@touch $@
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements/dev.txt requirements/constraints.txt
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r requirements/dev.txt -c requirements/constraints.txt
+	@touch $@
+
+collection: $(COLLECTION_LINK)
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn $(CURDIR) $@
+
+deps: apt venv collection
+
+constraints: venv
+	(echo "# Full pin set of the tool venv (pip freeze); regenerate with: make constraints"; \
+	 $(VENV)/bin/pip freeze | grep -v '^-e') > requirements/constraints.txt
+
+# ------------------------------------------------------------------ checks
+lint: venv collection
+	ansible-lint --offline
+
+# ansible-test wants the collection at .../ansible_collections/gpunet/rdma in a git
+# checkout: copy the tracked and new files there. Its pip bootstrap script cannot be
+# downloaded here; ensurepip does the same job.
+sanity: venv
+	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
+	git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ $(SANITY_ROOT)/
+	cd $(SANITY_ROOT) && git init -q && git add -A
+	@cache=$$HOME/.ansible/test/cache; mkdir -p $$cache; \
+	for f in get_pip_24_2.py; do [ -f $$cache/$$f ] || printf 'import ensurepip\nensurepip.bootstrap(upgrade=True)\n' > $$cache/$$f; done
+	cd $(SANITY_ROOT) && ansible-test sanity --local --python 3.11 --color no $(SANITY_ARGS)
+
+unit: venv collection
+	pytest -q tests/unit
+
+changelog-lint: venv
+	antsibull-changelog lint
+
+lab-image: apt
+	lab/build-base-image.sh
+
+lab-fixtures: $(FIXTURES)
+$(LAB_FIXTURES)/%.tar.gz: lab/hardware/%.yml lab/sysfs_fixture.py | venv
+	@mkdir -p $(LAB_FIXTURES)
+	$(VENV)/bin/python lab/sysfs_fixture.py $< $@
+
+molecule: deps lab-image lab-fixtures
+	@set -e; for s in $(MOLECULE_SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s; done
+
+test: deps
+	$(MAKE) lint
+	$(MAKE) sanity
+	$(MAKE) unit
+	$(MAKE) changelog-lint
+	$(MAKE) molecule
+
+# ------------------------------------------------------------------ lab
+lab: deps lab-image lab-fixtures
+	lab/lab.sh run
+
+lab-clean:
+	lab/lab.sh clean
+
+build: venv
+	ansible-galaxy collection build --force --output-path $(BUILD)/dist
+
+clean: lab-clean
+	rm -rf $(BUILD) $(VENV) rdma-report tests/output

@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Test double for RDMA hardware: build a directory tree laid out like the kernel's sysfs.
+
+The machines here have no RDMA hardware (the kernel is built without
+CONFIG_INFINIBAND), so the lab and the tests describe each node's cards in a
+hardware profile (``lab/hardware/*.yml``) and this module writes what the
+kernel would show for them:
+
+    class/infiniband/<dev>      -> ../../devices/<pci path>/infiniband/<dev>
+    devices/<pci path>/infiniband/<dev>/{node_guid,fw_ver,hca_type,board_id,...}
+    devices/<pci path>/infiniband/<dev>/device -> ../../../<pci function>
+    devices/<pci path>/infiniband/<dev>/ports/<n>/{state,phys_state,rate,link_layer,lid,sm_lid,gid_attrs/...}
+    devices/<pci path>/net/<netdev>/{operstate,carrier,dev_port,dev_id,...}
+    class/net/<netdev>          -> ../../devices/<pci path>/net/<netdev>
+    bus/pci/devices/<function>  -> ../../../devices/<pci path>
+
+Usage: python lab/sysfs_fixture.py PROFILE.yml OUT.tar.gz
+(the archive holds one top-level directory ``sys``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import sys
+import tarfile
+import tempfile
+
+import yaml
+
+# Numbers the kernel prints in front of the names (include/rdma/ib_verbs.h).
+PORT_STATES = {'NOP': 0, 'DOWN': 1, 'INIT': 2, 'ARMED': 3, 'ACTIVE': 4, 'ACTIVE_DEFER': 5}
+PHYS_STATES = {'Sleep': 1, 'Polling': 2, 'Disabled': 3, 'PortConfigurationTraining': 4, 'LinkUp': 5,
+               'LinkErrorRecovery': 6, 'Phy Test': 7}
+# A fixed timestamp keeps archives byte-identical between builds, so unpacking
+# them again on a lab node changes nothing.
+FIXED_MTIME = 1700000000
+
+
+def _write(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as handle:
+        handle.write('%s\n' % value)
+
+
+def _symlink(target, link):
+    os.makedirs(os.path.dirname(link), exist_ok=True)
+    os.symlink(target, link)
+
+
+def _netdev(root, parent_rel, netdev, function_name=None):
+    """Create a netdev below ``devices/<parent_rel>/net`` and its class/net link."""
+    rel = os.path.join(parent_rel, 'net', netdev['name'])
+    directory = os.path.join(root, 'devices', rel)
+    os.makedirs(directory, exist_ok=True)
+    _write(os.path.join(directory, 'operstate'), netdev.get('operstate', 'up'))
+    # The kernel refuses to read carrier of an administratively down interface;
+    # a profile says so with carrier: null.
+    if netdev.get('carrier', 1) is not None:
+        _write(os.path.join(directory, 'carrier'), netdev.get('carrier', 1))
+    _write(os.path.join(directory, 'dev_port'), netdev.get('dev_port', 0))
+    _write(os.path.join(directory, 'dev_id'), '0x%x' % netdev.get('dev_id', 0))
+    _write(os.path.join(directory, 'mtu'), netdev.get('mtu', 1500))
+    _write(os.path.join(directory, 'address'), netdev.get('address', '00:00:00:00:00:00'))
+    _write(os.path.join(directory, 'type'), netdev.get('type', 1))
+    if function_name:
+        _symlink(os.path.join('..', '..', '..', function_name), os.path.join(directory, 'device'))
+    _symlink(os.path.join('..', '..', 'devices', rel), os.path.join(root, 'class', 'net', netdev['name']))
+
+
+def _port(port_dir, port):
+    _write(os.path.join(port_dir, 'state'), '%d: %s' % (PORT_STATES[port['state']], port['state']))
+    _write(os.path.join(port_dir, 'phys_state'),
+           '%d: %s' % (PHYS_STATES[port['phys_state']], port['phys_state']))
+    _write(os.path.join(port_dir, 'rate'), port['rate'])
+    _write(os.path.join(port_dir, 'link_layer'), port['link_layer'])
+    _write(os.path.join(port_dir, 'lid'), port.get('lid', '0x0'))
+    _write(os.path.join(port_dir, 'sm_lid'), port.get('sm_lid', '0x0'))
+    _write(os.path.join(port_dir, 'lid_mask_count'), 0)
+    _write(os.path.join(port_dir, 'cap_mask'), port.get('cap_mask', '0x2651e848'))
+    _write(os.path.join(port_dir, 'gids', '0'), port.get('gid', 'fe80:0000:0000:0000:0000:0000:0000:0000'))
+    # The kernel refuses reads of gid_attrs/ndevs/N on an InfiniBand port
+    # (EINVAL); a regular file cannot do that, so InfiniBand ports get none.
+    for index, ndev in enumerate(port.get('gid_ndevs', [])):
+        _write(os.path.join(port_dir, 'gid_attrs', 'ndevs', str(index)), ndev)
+        _write(os.path.join(port_dir, 'gid_attrs', 'types', str(index)), 'IB/RoCE v1' if index % 2 == 0 else 'RoCE v2')
+
+
+def _device(root, device):
+    function_name = device['pci_address']
+    function_rel = os.path.join(device['pci_parent'], function_name)
+    function_dir = os.path.join(root, 'devices', function_rel)
+    _write(os.path.join(function_dir, 'vendor'), '0x15b3')
+    _write(os.path.join(function_dir, 'device'), device.get('pci_device_id', '0x1017'))
+    _write(os.path.join(function_dir, 'class'), device.get('pci_class', '0x020700'))
+    link = os.path.join(root, 'bus', 'pci', 'devices', function_name)
+    if not os.path.lexists(link):
+        _symlink(os.path.join('..', '..', '..', 'devices', function_rel), link)
+
+    ib_rel = os.path.join(function_rel, 'infiniband', device['name'])
+    ib_dir = os.path.join(root, 'devices', ib_rel)
+    for attribute in ('node_guid', 'sys_image_guid', 'fw_ver', 'hca_type', 'board_id'):
+        value = device.get(attribute, device['node_guid'] if attribute == 'sys_image_guid' else None)
+        _write(os.path.join(ib_dir, attribute), value)
+    _write(os.path.join(ib_dir, 'node_type'), '1: CA')
+    _write(os.path.join(ib_dir, 'node_desc'), '%s %s' % (device.get('host', 'lab'), device['name']))
+    _symlink(os.path.join('..', '..', '..', function_name), os.path.join(ib_dir, 'device'))
+    _symlink(os.path.join('..', '..', 'devices', ib_rel), os.path.join(root, 'class', 'infiniband', device['name']))
+    for port in device['ports']:
+        _port(os.path.join(ib_dir, 'ports', str(port['number'])), port)
+    for netdev in device.get('netdevs', []):
+        _netdev(root, function_rel, netdev, function_name)
+
+
+def build(profile, root):
+    """Write the sysfs tree described by ``profile`` (a dict) below ``root``."""
+    os.makedirs(os.path.join(root, 'class', 'infiniband'), exist_ok=True)
+    os.makedirs(os.path.join(root, 'class', 'net'), exist_ok=True)
+    _netdev(root, 'virtual', {'name': 'lo', 'operstate': 'unknown', 'type': 772, 'mtu': 65536})
+    for netdev in profile.get('virtual_netdevs', []):
+        _netdev(root, 'virtual', netdev)
+    for device in profile.get('devices', []):
+        _device(root, device)
+    return root
+
+
+def load_profile(path):
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def _normalize(info):
+    info.mtime = FIXED_MTIME
+    info.uid = info.gid = 0
+    info.uname = info.gname = 'root'
+    return info
+
+
+def write_archive(profile, archive_path):
+    """Build the tree in a temporary directory and pack it as ``sys/`` into a reproducible tar.gz."""
+    with tempfile.TemporaryDirectory() as workdir:
+        root = build(profile, os.path.join(workdir, 'sys'))
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode='w', format=tarfile.GNU_FORMAT) as archive:
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames.sort()
+                for name in [dirpath] + [os.path.join(dirpath, f) for f in sorted(filenames)] + \
+                        [os.path.join(dirpath, d) for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                    arcname = os.path.relpath(name, workdir)
+                    archive.add(name, arcname=arcname, recursive=False, filter=_normalize)
+    with open(archive_path, 'wb') as raw:
+        with gzip.GzipFile(filename='', fileobj=raw, mode='wb', mtime=FIXED_MTIME) as compressed:
+            compressed.write(buffer.getvalue())
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.stderr.write('usage: %s PROFILE.yml OUT.tar.gz\n' % argv[0])
+        return 2
+    write_archive(load_profile(argv[1]), argv[2])
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters that check RDMA facts against expectations and build the fleet report.
+
+Documentation: rdma_check.yml, rdma_fleet_report.yml, rdma_report_markdown.yml beside this file.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
+    ExpectationError,
+    build_fleet_report,
+    evaluate_host,
+    render_markdown,
+    resolve_expectation,
+)
+
+
+def rdma_check(ports, expectation=None, group_names=None, group_expectations=None):
+    try:
+        group, resolved = resolve_expectation(expectation, group_names, group_expectations)
+    except ExpectationError as exc:
+        raise AnsibleFilterError('rdma_check: %s' % exc)
+    result = evaluate_host(list(ports or []), resolved)
+    result['group'] = group
+    result['expectation'] = resolved
+    return result
+
+
+def rdma_fleet_report(results, all_hosts):
+    missing = [r for r in results if not isinstance(r, dict) or 'host' not in r or 'verdict' not in r]
+    if missing:
+        raise AnsibleFilterError('rdma_fleet_report: every result needs "host" and "verdict" (the rdma_check output '
+                                 'plus the host name); got %r' % missing[0])
+    return build_fleet_report(list(results), list(all_hosts))
+
+
+def rdma_report_markdown(report):
+    if not isinstance(report, dict) or 'hosts' not in report or 'summary' not in report:
+        raise AnsibleFilterError('rdma_report_markdown: expects the output of rdma_fleet_report')
+    return render_markdown(report)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'rdma_check': rdma_check,
+            'rdma_fleet_report': rdma_fleet_report,
+            'rdma_report_markdown': rdma_report_markdown,
+        }

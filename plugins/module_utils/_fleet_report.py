@@ -1,0 +1,263 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Check discovered RDMA ports against per-group expectations and build the fleet report.
+
+Pure functions over plain data (the ``rdma_ports`` facts), used through the
+collection's filter plugins and unit-tested directly.
+"""
+
+from __future__ import annotations
+
+import json
+
+EXPECTATION_KEYS = ('link_layer', 'min_active_ports', 'min_rate_gbps', 'devices')
+LINK_LAYERS = ('InfiniBand', 'Ethernet')
+
+PASS, FAIL, UNCHECKED, MISSING = 'pass', 'fail', 'unchecked', 'no facts'
+
+# Why a port is not ACTIVE, by what the kernel says (state, physical state).
+_DOWN_HINTS = {
+    ('INIT', 'LinkUp'): 'link trained but the port is not configured: is a subnet manager running on this fabric?',
+    ('ARMED', 'LinkUp'): 'port armed but not activated by the subnet manager',
+    ('DOWN', 'Disabled'): 'port disabled: not cabled, or disabled on the switch or in firmware',
+    ('DOWN', 'Polling'): 'no link partner: check the cable and the switch port',
+    ('DOWN', 'Sleep'): 'port asleep: check the cable and the switch port',
+    ('DOWN', 'LinkErrorRecovery'): 'link errors: check or replace the cable',
+}
+
+
+class ExpectationError(ValueError):
+    """An expectation that cannot be checked (unknown key, wrong type)."""
+
+
+def normalize_expectation(expectation, where='expectation'):
+    """Validate an expectation dict and fill in defaults. ``None``/``{}`` means no expectation."""
+    if not expectation:
+        return None
+    if not isinstance(expectation, dict):
+        raise ExpectationError('%s must be a dict with keys %s, got %r' % (where, ', '.join(EXPECTATION_KEYS),
+                                                                          expectation))
+    unknown = sorted(set(expectation) - set(EXPECTATION_KEYS))
+    if unknown:
+        raise ExpectationError('%s has unknown keys %s; known keys: %s' % (where, ', '.join(unknown),
+                                                                          ', '.join(EXPECTATION_KEYS)))
+    result = {
+        'link_layer': expectation.get('link_layer'),
+        'min_active_ports': expectation.get('min_active_ports', 1),
+        'min_rate_gbps': expectation.get('min_rate_gbps'),
+        'devices': list(expectation.get('devices') or []),
+    }
+    if result['link_layer'] not in (None,) + LINK_LAYERS:
+        raise ExpectationError('%s: link_layer must be one of %s, got %r' % (where, ', '.join(LINK_LAYERS),
+                                                                            result['link_layer']))
+    if isinstance(result['min_active_ports'], bool) or not isinstance(result['min_active_ports'], int) \
+            or result['min_active_ports'] < 0:
+        raise ExpectationError('%s: min_active_ports must be a whole number >= 0, got %r'
+                               % (where, result['min_active_ports']))
+    rate = result['min_rate_gbps']
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0):
+        raise ExpectationError('%s: min_rate_gbps must be a number >= 0, got %r' % (where, rate))
+    return result
+
+
+def resolve_expectation(host_expectation, group_names, group_expectations):
+    """Pick the expectation of a host: its own ``rdma_discovery_expected_ports`` first,
+    then the first of its groups that ``group_expectations`` knows.
+
+    Returns ``(group, expectation)``; ``group`` names the group the host is
+    reported under (the matching group, else its first group, else ``ungrouped``).
+    """
+    group_names = list(group_names or [])
+    group_expectations = group_expectations or {}
+    matching = [g for g in group_names if g in group_expectations]
+    group = matching[0] if matching else (group_names[0] if group_names else 'ungrouped')
+    if host_expectation:
+        return group, normalize_expectation(host_expectation, 'rdma_discovery_expected_ports')
+    if matching:
+        return group, normalize_expectation(group_expectations[group],
+                                            'rdma_discovery_group_expectations[%s]' % group)
+    return group, None
+
+
+def describe_expectation(expectation):
+    if expectation is None:
+        return 'none'
+    text = 'at least %d ACTIVE' % expectation['min_active_ports']
+    if expectation['link_layer']:
+        text += ' %s' % expectation['link_layer']
+    text += ' port' if expectation['min_active_ports'] == 1 else ' ports'
+    if expectation['min_rate_gbps'] is not None:
+        text += ' >= %s Gb/s' % _fmt_number(expectation['min_rate_gbps'])
+    if expectation['devices']:
+        text += ' on %s' % ', '.join(expectation['devices'])
+    return text
+
+
+def _fmt_number(value):
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _port_label(port):
+    return '%s port %s' % (port['device'], port['port'])
+
+
+def evaluate_port(port, expectation):
+    """Return ``(verdict, note)`` of one port: ok, slow, down or ignored."""
+    if expectation is None:
+        return 'unchecked', ''
+    if expectation['link_layer'] and port.get('link_layer') != expectation['link_layer']:
+        return 'ignored', 'link layer %s, expected %s' % (port.get('link_layer') or 'unknown',
+                                                          expectation['link_layer'])
+    if port.get('state') != 'ACTIVE':
+        hint = _DOWN_HINTS.get((port.get('state'), port.get('physical_state')), 'port not ACTIVE')
+        return 'down', hint
+    minimum = expectation['min_rate_gbps']
+    rate = port.get('rate_gbps')
+    if minimum is not None and (rate is None or rate < minimum):
+        return 'slow', 'rate %s Gb/s below the expected %s Gb/s: check cable, transceiver and switch port speed' % (
+            'unknown' if rate is None else _fmt_number(rate), _fmt_number(minimum))
+    return 'ok', ''
+
+
+def evaluate_host(ports, expectation):
+    """Check the ``rdma_ports`` of one host against a normalized expectation.
+
+    Returns ``{verdict, ok_ports, ports, problems}`` where every port carries
+    its own ``verdict`` and ``note``.
+    """
+    checked = []
+    for port in ports or []:
+        verdict, note = evaluate_port(port, expectation)
+        item = dict(port)
+        item['verdict'] = verdict
+        item['note'] = note
+        checked.append(item)
+    ok = [p for p in checked if p['verdict'] == 'ok']
+    problems = []
+    if expectation is None:
+        verdict = UNCHECKED
+    else:
+        if not checked:
+            problems.append('no RDMA port found')
+        if len(ok) < expectation['min_active_ports']:
+            problems.append('expected %s, found %d' % (describe_expectation(expectation), len(ok)))
+            for port in checked:
+                if port['verdict'] in ('down', 'slow'):
+                    problems.append('%s (%s): %s / %s: %s' % (_port_label(port), port.get('netdev') or 'no netdev',
+                                                              port.get('state'), port.get('physical_state'),
+                                                              port['note']))
+        ok_devices = set(p['device'] for p in ok)
+        for device in expectation['devices']:
+            if device not in ok_devices:
+                problems.append('%s has no port that meets the expectation' % device)
+        verdict = FAIL if problems else PASS
+    return {'verdict': verdict, 'ok_ports': len(ok), 'ports': checked, 'problems': problems}
+
+
+def build_fleet_report(results, all_hosts):
+    """Assemble the fleet report from the per-host results.
+
+    ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
+    ``source``, ``devices`` and what :func:`evaluate_host` returned); hosts of
+    ``all_hosts`` without a result failed or were unreachable before discovery.
+    """
+    by_host = dict((r['host'], r) for r in results)
+    hosts = []
+    for host in all_hosts:
+        result = by_host.get(host)
+        if result is None:
+            result = {'host': host, 'group': None, 'verdict': MISSING, 'expectation': None, 'source': None,
+                      'ok_ports': 0, 'ports': [], 'devices': [],
+                      'problems': ['no facts: the host failed or was unreachable before discovery finished']}
+        hosts.append(result)
+    hosts.sort(key=lambda r: r['host'])
+    counts = dict((v, len([h for h in hosts if h['verdict'] == v])) for v in (PASS, FAIL, UNCHECKED, MISSING))
+    failed = [h['host'] for h in hosts if h['verdict'] in (FAIL, MISSING)]
+    return {
+        'summary': {
+            'hosts': len(hosts),
+            'pass': counts[PASS],
+            'fail': counts[FAIL],
+            'unchecked': counts[UNCHECKED],
+            'no_facts': counts[MISSING],
+            'ports': sum(len(h['ports']) for h in hosts),
+            'active_ports': sum(len([p for p in h['ports'] if p.get('state') == 'ACTIVE']) for h in hosts),
+            'failed_hosts': failed,
+        },
+        'hosts': hosts,
+    }
+
+
+def _cell(value):
+    text = '' if value is None else str(value)
+    return text.replace('|', '\\|').replace('\n', ' ') or '-'
+
+
+def _rate_cell(port):
+    rate = port.get('rate_gbps')
+    return '-' if rate is None else '%s Gb/s' % _fmt_number(rate)
+
+
+def _netdev_cell(port):
+    if not port.get('netdev'):
+        return '-'
+    if port.get('netdev_state'):
+        return '%s (%s)' % (port['netdev'], port['netdev_state'])
+    return port['netdev']
+
+
+def _state_cell(port):
+    if port.get('state') and port.get('physical_state'):
+        return '%s / %s' % (port['state'], port['physical_state'])
+    return port.get('state') or port.get('physical_state') or '-'
+
+
+def render_markdown(report):
+    """Render the fleet report as Markdown (stable output: same report, same bytes)."""
+    summary = report['summary']
+    lines = [
+        '# RDMA fleet report',
+        '',
+        '%d hosts: %d pass, %d fail, %d unchecked, %d without facts. %d ports, %d ACTIVE.' % (
+            summary['hosts'], summary['pass'], summary['fail'], summary['unchecked'], summary['no_facts'],
+            summary['ports'], summary['active_ports']),
+        '',
+        '## Hosts',
+        '',
+        '| host | group | expectation | ports meeting it | source | verdict |',
+        '| --- | --- | --- | --- | --- | --- |',
+    ]
+    for host in report['hosts']:
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+            host['host'], host['group'], describe_expectation(host['expectation']),
+            host['ok_ports'] if host['expectation'] else '-', host['source'], host['verdict'].upper())))
+    lines += [
+        '',
+        '## Ports',
+        '',
+        '| host | group | device | port | netdev | state | link layer | rate | verdict |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ]
+    for host in report['hosts']:
+        for port in host['ports']:
+            verdict = port['verdict'] + (': %s' % port['note'] if port.get('note') else '')
+            lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+                host['host'], host['group'], port['device'], port['port'], _netdev_cell(port), _state_cell(port),
+                port.get('link_layer'), _rate_cell(port), verdict)))
+    failing = [h for h in report['hosts'] if h['problems']]
+    lines += ['', '## Hosts that miss expectations', '']
+    if not failing:
+        lines.append('None.')
+    for host in failing:
+        lines.append('- **%s** (%s):' % (host['host'], host['group'] or 'no group'))
+        lines.extend('  - %s' % problem for problem in host['problems'])
+    return '\n'.join(lines) + '\n'
+
+
+def render_json(report):
+    """Render the fleet report as JSON with sorted keys (stable output)."""
+    return json.dumps(report, indent=2, sort_keys=True) + '\n'
