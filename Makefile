@@ -12,7 +12,7 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpunet/rdma
 SANITY_ROOT := $(BUILD)/sanity/ansible_collections/gpunet/rdma
 LAB_FIXTURES := $(BUILD)/lab-fixtures
-APT_PACKAGES := podman runc debootstrap rsync git uidmap slirp4netns fuse-overlayfs
+APT_PACKAGES := podman runc debootstrap rsync git shellcheck uidmap slirp4netns fuse-overlayfs
 
 # The venv's tools first; the collection visible to Ansible as gpunet.rdma; its
 # dependencies come from the `ansible` package inside the venv.
@@ -22,6 +22,10 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export LAB_FIXTURES
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
 export PYTHONDONTWRITEBYTECODE := 1
+# Plain logs for CI.
+export NO_COLOR := 1
+export PY_COLORS := 0
+export ANSIBLE_NOCOLOR := 1
 
 PROFILES := $(patsubst lab/hardware/%.yml,%,$(wildcard lab/hardware/*.yml))
 FIXTURES := $(patsubst %,$(LAB_FIXTURES)/%.tar.gz,$(PROFILES))

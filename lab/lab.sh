@@ -58,10 +58,11 @@ run() {
 }
 
 clean() {
-  ids=$(podman ps -aq --filter label=gpunet-lab=1 2>/dev/null || true)
-  if [ -n "$ids" ]; then
-    podman rm -f $ids >/dev/null
-    echo "lab: removed the lab nodes"
+  local ids
+  mapfile -t ids < <(podman ps -aq --filter label=gpunet-lab=1 2>/dev/null || true)
+  if [ "${#ids[@]}" -gt 0 ]; then
+    podman rm -f "${ids[@]}" >/dev/null
+    echo "lab: removed ${#ids[@]} lab nodes"
   fi
 }
 

@@ -37,12 +37,12 @@ def normalize_expectation(expectation, where='expectation'):
     if not expectation:
         return None
     if not isinstance(expectation, dict):
-        raise ExpectationError('%s must be a dict with keys %s, got %r' % (where, ', '.join(EXPECTATION_KEYS),
-                                                                          expectation))
+        raise ExpectationError('%s must be a dict with keys %s, got %r'
+                               % (where, ', '.join(EXPECTATION_KEYS), expectation))
     unknown = sorted(set(expectation) - set(EXPECTATION_KEYS))
     if unknown:
-        raise ExpectationError('%s has unknown keys %s; known keys: %s' % (where, ', '.join(unknown),
-                                                                          ', '.join(EXPECTATION_KEYS)))
+        raise ExpectationError('%s has unknown keys %s; known keys: %s'
+                               % (where, ', '.join(unknown), ', '.join(EXPECTATION_KEYS)))
     result = {
         'link_layer': expectation.get('link_layer'),
         'min_active_ports': expectation.get('min_active_ports', 1),
@@ -50,8 +50,8 @@ def normalize_expectation(expectation, where='expectation'):
         'devices': list(expectation.get('devices') or []),
     }
     if result['link_layer'] not in (None,) + LINK_LAYERS:
-        raise ExpectationError('%s: link_layer must be one of %s, got %r' % (where, ', '.join(LINK_LAYERS),
-                                                                            result['link_layer']))
+        raise ExpectationError('%s: link_layer must be one of %s, got %r'
+                               % (where, ', '.join(LINK_LAYERS), result['link_layer']))
     if isinstance(result['min_active_ports'], bool) or not isinstance(result['min_active_ports'], int) \
             or result['min_active_ports'] < 0:
         raise ExpectationError('%s: min_active_ports must be a whole number >= 0, got %r'

@@ -23,7 +23,7 @@ description:
   - A host without RDMA devices is not an error. The facts are empty lists and RV(msg) says why.
   - The module reads only; it changes nothing on the host.
 author:
-  - gpunet.rdma contributors
+  - gpunet.rdma contributors (@gpunet)
 options:
   source:
     description:

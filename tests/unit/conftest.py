@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Make the collection importable as ansible_collections.gpunet.rdma and share fixtures."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+RECORDED = os.path.join(os.path.dirname(__file__), 'fixtures', 'recorded')
+HARDWARE = os.path.join(REPO, 'lab', 'hardware')
+
+
+def _collection_root():
+    """Return a directory holding ansible_collections/gpunet/rdma for this checkout.
+
+    Under ansible-test the checkout already sits there; otherwise use (or make)
+    the link that `make collection` creates.
+    """
+    parts = REPO.split(os.sep)
+    if len(parts) >= 3 and parts[-3] == 'ansible_collections':
+        return os.sep.join(parts[:-3])
+    root = os.path.join(REPO, '.build', 'collections')
+    link = os.path.join(root, 'ansible_collections', 'gpunet', 'rdma')
+    if not os.path.lexists(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(REPO, link)
+    return root
+
+
+sys.path.insert(0, _collection_root())
+sys.path.insert(0, os.path.join(REPO, 'lab'))
+
+import sysfs_fixture  # noqa: E402  pylint: disable=wrong-import-position
+
+
+@pytest.fixture
+def recorded():
+    """Return the text of a recorded command output from fixtures/recorded."""
+    def read(name):
+        with open(os.path.join(RECORDED, name)) as handle:
+            return handle.read()
+    return read
+
+
+@pytest.fixture
+def hardware():
+    """Build a sysfs tree from a lab hardware profile (or a dict) and return its root."""
+    def build(profile, root):
+        if isinstance(profile, str):
+            profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, profile + '.yml'))
+        return sysfs_fixture.build(profile, str(root))
+    return build

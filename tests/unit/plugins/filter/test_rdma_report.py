@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import FilterModule
+from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import render_json
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+
+FILTERS = FilterModule().filters()
+rdma_check = FILTERS['rdma_check']
+rdma_fleet_report = FILTERS['rdma_fleet_report']
+rdma_report_markdown = FILTERS['rdma_report_markdown']
+
+GROUP_EXPECTATIONS = {
+    'ib_v100': {'link_layer': 'InfiniBand', 'min_active_ports': 2, 'min_rate_gbps': 100},
+    'ib_a100': {'link_layer': 'InfiniBand', 'min_active_ports': 1, 'min_rate_gbps': 200},
+}
+
+
+def ports_of(profile, tmp_path, hardware):
+    return SysfsReader(hardware(profile, tmp_path / profile)).read()[0]
+
+
+def check(ports, groups, expectation=None):
+    return rdma_check(ports, expectation=expectation, group_names=groups, group_expectations=GROUP_EXPECTATIONS)
+
+
+def test_v100_passes(tmp_path, hardware):
+    result = check(ports_of('v100', tmp_path, hardware), ['ib_v100'])
+    assert result['verdict'] == 'pass'
+    assert result['group'] == 'ib_v100'
+    assert result['ok_ports'] == 2
+    assert result['problems'] == []
+    assert [p['verdict'] for p in result['ports']] == ['ok', 'ok']
+
+
+def test_a100_passes_with_uncabled_port_and_bond(tmp_path, hardware):
+    result = check(ports_of('a100', tmp_path, hardware), ['gpu', 'ib_a100'])
+    assert result['verdict'] == 'pass'
+    assert result['group'] == 'ib_a100'
+    assert [(p['device'], p['verdict']) for p in result['ports']] == [
+        ('mlx5_0', 'down'), ('mlx5_1', 'ok'), ('mlx5_bond_0', 'ignored')]
+    assert 'not cabled' in result['ports'][0]['note']
+
+
+def test_degraded_v100_fails_with_subnet_manager_hint(tmp_path, hardware):
+    result = check(ports_of('v100-degraded', tmp_path, hardware), ['ib_v100'])
+    assert result['verdict'] == 'fail'
+    assert result['ok_ports'] == 1
+    assert result['problems'][0] == 'expected at least 2 ACTIVE InfiniBand ports >= 100 Gb/s, found 1'
+    assert 'mlx5_1 port 1 (ibp94s0f1): INIT / LinkUp' in result['problems'][1]
+    assert 'subnet manager' in result['problems'][1]
+
+
+def test_a100_card_on_a_v100_expectation_is_slow_not_ok(tmp_path, hardware):
+    """A port ACTIVE below the expected rate does not count (e.g. negotiated at a lower speed)."""
+    result = check(ports_of('v100', tmp_path, hardware), ['ib_a100'])
+    assert result['verdict'] == 'fail'
+    assert [p['verdict'] for p in result['ports']] == ['slow', 'slow']
+    assert 'below the expected 200 Gb/s' in result['ports'][0]['note']
+
+
+def test_host_expectation_overrides_group(tmp_path, hardware):
+    ports = ports_of('a100', tmp_path, hardware)
+    result = check(ports, ['ib_a100'], expectation={'link_layer': 'Ethernet', 'min_active_ports': 1})
+    assert result['verdict'] == 'pass'
+    assert [p['verdict'] for p in result['ports']] == ['ignored', 'ignored', 'ok']
+
+
+def test_required_devices(tmp_path, hardware):
+    ports = ports_of('a100', tmp_path, hardware)
+    result = check(ports, ['ib_a100'], expectation={'link_layer': 'InfiniBand', 'devices': ['mlx5_0', 'mlx5_1']})
+    assert result['verdict'] == 'fail'
+    assert result['problems'] == ['mlx5_0 has no port that meets the expectation']
+
+
+def test_no_expectation_is_unchecked(tmp_path, hardware):
+    result = check(ports_of('v100', tmp_path, hardware), ['cpu_nodes'])
+    assert result['verdict'] == 'unchecked'
+    assert result['group'] == 'cpu_nodes'
+    assert result['expectation'] is None
+
+
+def test_host_without_ports_fails_its_expectation():
+    result = check([], ['ib_v100'])
+    assert result['verdict'] == 'fail'
+    assert result['problems'][0] == 'no RDMA port found'
+
+
+def test_ungrouped_host():
+    assert check([], [])['group'] == 'ungrouped'
+
+
+@pytest.mark.parametrize('expectation, message', [
+    ({'min_ports': 2}, 'unknown keys min_ports'),
+    ({'link_layer': 'IB'}, 'link_layer must be one of InfiniBand, Ethernet'),
+    ({'min_active_ports': -1}, 'min_active_ports must be a whole number'),
+    ({'min_active_ports': True}, 'min_active_ports must be a whole number'),
+    ({'min_rate_gbps': 'fast'}, 'min_rate_gbps must be a number'),
+    (['InfiniBand'], 'must be a dict'),
+])
+def test_bad_expectation_is_a_clear_error(expectation, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        check([], ['ib_v100'], expectation=expectation)
+
+
+def _fleet(tmp_path, hardware):
+    results = []
+    for host, profile, group in (('lab-v100-1', 'v100', 'ib_v100'), ('lab-a100-1', 'a100', 'ib_a100'),
+                                 ('lab-v100-9', 'v100-degraded', 'ib_v100')):
+        result = check(ports_of(profile, tmp_path, hardware), [group])
+        result.update({'host': host, 'source': 'sysfs', 'devices': []})
+        results.append(result)
+    return rdma_fleet_report(results, ['lab-v100-1', 'lab-a100-1', 'lab-v100-9', 'lab-gone'])
+
+
+def test_fleet_report_summary(tmp_path, hardware):
+    report = _fleet(tmp_path, hardware)
+    assert report['summary'] == {'hosts': 4, 'pass': 2, 'fail': 1, 'unchecked': 0, 'no_facts': 1, 'ports': 7,
+                                 'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9']}
+    assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
+    gone = report['hosts'][1]
+    assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
+
+
+def test_markdown_report(tmp_path, hardware):
+    text = rdma_report_markdown(_fleet(tmp_path, hardware))
+    lines = text.splitlines()
+    assert lines[0] == '# RDMA fleet report'
+    assert '4 hosts: 2 pass, 1 fail, 0 unchecked, 1 without facts. 7 ports, 5 ACTIVE.' in lines
+    assert '| host | group | device | port | netdev | state | link layer | rate | verdict |' in lines
+    assert ('| lab-a100-1 | ib_a100 | mlx5_0 | 1 | ibp12s0 (Down) | DOWN / Disabled | InfiniBand | 10 Gb/s | '
+            'down: port disabled: not cabled, or disabled on the switch or in firmware |') in lines
+    assert ('| lab-a100-1 | ib_a100 | mlx5_bond_0 | 1 | bond0 (Up) | ACTIVE / LinkUp | Ethernet | 10 Gb/s | '
+            'ignored: link layer Ethernet, expected InfiniBand |') in lines
+    assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | FAIL |') in lines
+    failing = text.split('## Hosts that miss expectations')[1]
+    assert '- **lab-v100-9** (ib_v100):' in failing
+    assert '- **lab-gone** (no group):' in failing
+    assert 'lab-v100-1' not in failing
+
+
+def test_markdown_is_stable_and_escapes_pipes(tmp_path, hardware):
+    report = _fleet(tmp_path, hardware)
+    report['hosts'][0]['ports'][0]['netdev'] = 'odd|name'
+    assert rdma_report_markdown(report) == rdma_report_markdown(json.loads(render_json(report)))
+    assert 'odd\\|name' in rdma_report_markdown(report)
+
+
+def test_markdown_needs_a_report():
+    with pytest.raises(AnsibleFilterError, match='rdma_fleet_report'):
+        rdma_report_markdown({'hosts': []})
+
+
+def test_fleet_report_rejects_results_without_host():
+    with pytest.raises(AnsibleFilterError, match='"host" and "verdict"'):
+        rdma_fleet_report([{'verdict': 'pass'}], ['a'])
