@@ -239,9 +239,9 @@ def _run(module, argv):
     return module.run_command(argv, environ_update=_COMMAND_ENV)
 
 
-def _parse(source, parser, text):
+def _parse(source, parse, *args):
     try:
-        return parser(text)
+        return parse(*args)
     except RdmaParseError as exc:
         exc.source = source
         raise
@@ -276,7 +276,7 @@ def discover(module):
     if source == 'sysfs' or (source == 'auto' and reader.has_rdma_class()):
         if not reader.has_rdma_class():
             return 'sysfs', [], [], '%s does not exist: the kernel has no RDMA device' % reader.class_ib
-        ports, devices = _parse('sysfs', lambda root: reader.read(), None)
+        ports, devices = _parse('sysfs', reader.read)
         return 'sysfs', ports, devices, 'the kernel lists no RDMA device in %s' % reader.class_ib
 
     ibdev2netdev = _find(module, 'ibdev2netdev', params['ibdev2netdev_path']) if source in ('auto', 'ibdev2netdev') else None
