@@ -2,7 +2,7 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Test double for RDMA hardware: build a directory tree laid out like the kernel's sysfs.
+"""Test double for RDMA hardware: a sysfs tree laid out like the kernel's, plus firmware state.
 
 The machines here have no RDMA hardware (the kernel is built without
 CONFIG_INFINIBAND), so the lab and the tests describe each node's cards in a
@@ -17,15 +17,22 @@ kernel would show for them:
     class/net/<netdev>          -> ../../devices/<pci path>/net/<netdev>
     bus/pci/devices/<function>  -> ../../../devices/<pci path>
 
+A device's ``firmware`` section becomes ``firmware/<pci>.json``, the state of
+the firmware test doubles in ``lab/doubles`` (mlxconfig, mlxfwreset, mst and a
+reboot), which the archive carries in ``bin/``.
+
 Usage: python lab/sysfs_fixture.py PROFILE.yml OUT.tar.gz
-(the archive holds one top-level directory ``sys``).
+(the archive holds ``sys/``, ``firmware/``, ``bin/`` and ``boot_id``; the lab
+unpacks it into /opt/gpunet-lab).
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -36,6 +43,9 @@ import yaml
 PORT_STATES = {'NOP': 0, 'DOWN': 1, 'INIT': 2, 'ARMED': 3, 'ACTIVE': 4, 'ACTIVE_DEFER': 5}
 PHYS_STATES = {'Sleep': 1, 'Polling': 2, 'Disabled': 3, 'PortConfigurationTraining': 4, 'LinkUp': 5,
                'LinkErrorRecovery': 6, 'Phy Test': 7}
+DOUBLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'doubles')
+# Named values of enum firmware parameters, as mlxconfig prints them.
+FIRMWARE_ENUMS = {'LINK_TYPE': {'IB': 1, 'ETH': 2, 'VPI': 3}}
 # A fixed timestamp keeps archives byte-identical between builds, so unpacking
 # them again on a lab node changes nothing.
 FIXED_MTIME = 1700000000
@@ -128,6 +138,62 @@ def build(profile, root):
     return root
 
 
+def _firmware_param(name, spec):
+    """Turn a profile entry ({default, current, next} as names or numbers) into the doubles' numeric state."""
+    spec = dict(spec) if isinstance(spec, dict) else {'default': spec}
+    enum = next((table for prefix, table in FIRMWARE_ENUMS.items() if name.startswith(prefix)), None)
+    if enum is not None:
+        kind = 'enum'
+    elif isinstance(spec['default'], bool):
+        kind = 'bool'
+    elif spec['default'] == 'N/A':
+        kind = 'na'
+    elif isinstance(spec['default'], str) and spec['default'].startswith('Array'):
+        kind = 'array'
+    else:
+        kind = 'int'
+
+    def number(value):
+        if kind == 'enum' and isinstance(value, str):
+            return enum[value]
+        return int(value) if kind in ('bool', 'int', 'enum') else 0
+
+    default = number(spec['default'])
+    current = number(spec.get('current', spec['default']))
+    state = {'kind': kind, 'default': default, 'current': current,
+             'next': number(spec.get('next', spec.get('current', spec['default']))), 'ro': bool(spec.get('ro'))}
+    if kind == 'enum':
+        state['values'] = enum
+    if kind == 'array':
+        state['size'] = int(spec['default'].split('..')[1].rstrip(']')) + 1
+    return state
+
+
+def build_firmware(profile, root):
+    """Write firmware/<pci>.json for every device with a firmware section, the doubles and a boot id."""
+    firmware_dir = os.path.join(root, 'firmware')
+    os.makedirs(firmware_dir, exist_ok=True)
+    for index, device in enumerate(d for d in profile.get('devices', []) if d.get('firmware')):
+        firmware = device['firmware']
+        state = {
+            'device_type': firmware['device_type'], 'name': firmware['name'],
+            'description': firmware['description'],
+            'mst': '%s_pciconf%d' % (device['hca_type'].lower(), index),
+            'params': dict((name, _firmware_param(name, spec)) for name, spec in firmware['params'].items()),
+        }
+        with open(os.path.join(firmware_dir, device['pci_address'] + '.json'), 'w') as handle:
+            json.dump(state, handle, indent=1, sort_keys=True)
+    with open(os.path.join(firmware_dir, 'calls.log'), 'w'):
+        pass
+    bin_dir = os.path.join(root, 'bin')
+    os.makedirs(bin_dir, exist_ok=True)
+    for name in sorted(os.listdir(DOUBLES)):
+        if not name.startswith('.') and name != '__pycache__':
+            shutil.copy2(os.path.join(DOUBLES, name), os.path.join(bin_dir, name))
+    _write(os.path.join(root, 'boot_id'), 'lab-boot-0')
+    return root
+
+
 def load_profile(path):
     with open(path) as handle:
         return yaml.safe_load(handle)
@@ -141,15 +207,18 @@ def _normalize(info):
 
 
 def write_archive(profile, archive_path):
-    """Build the tree in a temporary directory and pack it as ``sys/`` into a reproducible tar.gz."""
+    """Build the tree and the firmware state in a temporary directory and pack them into a reproducible tar.gz."""
     with tempfile.TemporaryDirectory() as workdir:
-        root = build(profile, os.path.join(workdir, 'sys'))
+        build(profile, os.path.join(workdir, 'sys'))
+        build_firmware(profile, workdir)
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode='w', format=tarfile.GNU_FORMAT) as archive:
-            for dirpath, dirnames, filenames in os.walk(root):
+            for dirpath, dirnames, filenames in os.walk(workdir):
                 dirnames.sort()
                 for name in [dirpath] + [os.path.join(dirpath, f) for f in sorted(filenames)] + \
                         [os.path.join(dirpath, d) for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                    if name == workdir:
+                        continue
                     arcname = os.path.relpath(name, workdir)
                     archive.add(name, arcname=arcname, recursive=False, filter=_normalize)
     with open(archive_path, 'wb') as raw:

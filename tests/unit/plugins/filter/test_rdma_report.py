@@ -43,13 +43,28 @@ def test_v100_passes(tmp_path, hardware):
     assert [p['verdict'] for p in result['ports']] == ['ok', 'ok']
 
 
-def test_a100_passes_with_uncabled_port_and_bond(tmp_path, hardware):
+def test_a100_passes_with_uncabled_ethernet_port_and_bond(tmp_path, hardware):
     result = check(ports_of('a100', tmp_path, hardware), ['gpu', 'ib_a100'])
     assert result['verdict'] == 'pass'
     assert result['group'] == 'ib_a100'
     assert [(p['device'], p['verdict']) for p in result['ports']] == [
-        ('mlx5_0', 'down'), ('mlx5_1', 'ok'), ('mlx5_bond_0', 'ignored')]
-    assert 'not cabled' in result['ports'][0]['note']
+        ('mlx5_0', 'ignored'), ('mlx5_1', 'ok'), ('mlx5_bond_0', 'ignored')]
+    assert result['ports'][0]['note'] == 'link layer Ethernet, expected InfiniBand'
+
+
+@pytest.mark.parametrize('state, physical_state, hint', [
+    ('DOWN', 'Disabled', 'not cabled'),
+    ('DOWN', 'Polling', 'no link partner'),
+    ('ARMED', 'LinkUp', 'armed'),
+    ('DOWN', 'Phy Test', 'port not ACTIVE'),
+])
+def test_down_port_hints(state, physical_state, hint):
+    port = {'device': 'mlx5_0', 'port': 1, 'netdev': 'ib0', 'state': state, 'physical_state': physical_state,
+            'link_layer': 'InfiniBand', 'rate_gbps': 200}
+    result = check([port], ['ib_a100'])
+    assert result['verdict'] == 'fail'
+    assert result['ports'][0]['verdict'] == 'down'
+    assert hint in result['ports'][0]['note']
 
 
 def test_degraded_v100_fails_with_subnet_manager_hint(tmp_path, hardware):
@@ -73,7 +88,7 @@ def test_host_expectation_overrides_group(tmp_path, hardware):
     ports = ports_of('a100', tmp_path, hardware)
     result = check(ports, ['ib_a100'], expectation={'link_layer': 'Ethernet', 'min_active_ports': 1})
     assert result['verdict'] == 'pass'
-    assert [p['verdict'] for p in result['ports']] == ['ignored', 'ignored', 'ok']
+    assert [p['verdict'] for p in result['ports']] == ['down', 'ignored', 'ok']
 
 
 def test_required_devices(tmp_path, hardware):
@@ -138,8 +153,8 @@ def test_markdown_report(tmp_path, hardware):
     assert lines[0] == '# RDMA fleet report'
     assert '4 hosts: 2 pass, 1 fail, 0 unchecked, 1 without facts. 7 ports, 5 ACTIVE.' in lines
     assert '| host | group | device | port | netdev | state | link layer | rate | verdict |' in lines
-    assert ('| lab-a100-1 | ib_a100 | mlx5_0 | 1 | ibp12s0 (Down) | DOWN / Disabled | InfiniBand | 10 Gb/s | '
-            'down: port disabled: not cabled, or disabled on the switch or in firmware |') in lines
+    assert ('| lab-a100-1 | ib_a100 | mlx5_0 | 1 | enp12s0np0 (Down) | DOWN / Disabled | Ethernet | 10 Gb/s | '
+            'ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-a100-1 | ib_a100 | mlx5_bond_0 | 1 | bond0 (Up) | ACTIVE / LinkUp | Ethernet | 10 Gb/s | '
             'ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | FAIL |') in lines

@@ -76,10 +76,11 @@ def test_sysfs_a100_node(tmp_path, hardware):
     ports, devices = SysfsReader(root).read()
     assert [(p['device'], p['port']) for p in ports] == [('mlx5_0', 1), ('mlx5_1', 1), ('mlx5_bond_0', 1)]
     by = _by_device(ports)
+    # mlx5_0's firmware has its port in Ethernet mode: RoCE netdev from the GID table.
     assert by[('mlx5_0', 1)] == {
-        'device': 'mlx5_0', 'port': 1, 'netdev': 'ibp12s0', 'netdev_state': 'Down', 'state': 'DOWN',
-        'physical_state': 'Disabled', 'link_layer': 'InfiniBand', 'rate_gbps': 10, 'rate': '10 Gb/sec (4X SDR)',
-        'lid': 0xffff, 'sm_lid': 0, 'pci_address': '0000:0c:00.0'}
+        'device': 'mlx5_0', 'port': 1, 'netdev': 'enp12s0np0', 'netdev_state': 'Down', 'state': 'DOWN',
+        'physical_state': 'Disabled', 'link_layer': 'Ethernet', 'rate_gbps': 10, 'rate': '10 Gb/sec (4X SDR)',
+        'lid': 0, 'sm_lid': 0, 'pci_address': '0000:0c:00.0'}
     assert by[('mlx5_1', 1)]['state'] == 'ACTIVE'
     assert by[('mlx5_1', 1)]['rate_gbps'] == 200
     assert by[('mlx5_1', 1)]['netdev'] == 'ibp141s0'

@@ -57,7 +57,7 @@ def test_sysfs_fixture_tree(tmp_path, hardware, capsys):
     assert result['source'] == 'sysfs'
     facts = result['ansible_facts']
     assert [(p['device'], p['state'], p['netdev']) for p in facts['rdma_ports']] == [
-        ('mlx5_0', 'DOWN', 'ibp12s0'), ('mlx5_1', 'ACTIVE', 'ibp141s0'), ('mlx5_bond_0', 'ACTIVE', 'bond0')]
+        ('mlx5_0', 'DOWN', 'enp12s0np0'), ('mlx5_1', 'ACTIVE', 'ibp141s0'), ('mlx5_bond_0', 'ACTIVE', 'bond0')]
     assert [d['hca_type'] for d in facts['rdma_devices']] == ['MT4123', 'MT4123', 'MT4117']
     assert result['msg'] == '3 RDMA devices, 3 ports (2 ACTIVE) from sysfs'
 
