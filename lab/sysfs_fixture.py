@@ -173,8 +173,11 @@ def build_firmware(profile, root):
     """Write firmware/<pci>.json for every device with a firmware section, the doubles and a boot id."""
     firmware_dir = os.path.join(root, 'firmware')
     os.makedirs(firmware_dir, exist_ok=True)
-    for index, device in enumerate(d for d in profile.get('devices', []) if d.get('firmware')):
+    per_type = {}
+    for device in (d for d in profile.get('devices', []) if d.get('firmware')):
         firmware = device['firmware']
+        # mst numbers the devices of each type: mt4123_pciconf0, mt4123_pciconf1, mt4117_pciconf0
+        index = per_type[device['hca_type']] = per_type.get(device['hca_type'], -1) + 1
         state = {
             'device_type': firmware['device_type'], 'name': firmware['name'],
             'description': firmware['description'],

@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that check RDMA facts against expectations and build the fleet report.
 
-Documentation: rdma_check.yml, rdma_fleet_report.yml, rdma_report_markdown.yml beside this file.
+Documentation: rdma_check.yml, rdma_fleet_report.yml, rdma_report_markdown.yml, rdma_firmware_result.yml beside
+this file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
     ExpectationError,
     build_fleet_report,
     evaluate_host,
+    firmware_result,
     render_markdown,
     resolve_expectation,
 )
@@ -31,12 +33,16 @@ def rdma_check(ports, expectation=None, group_names=None, group_expectations=Non
     return result
 
 
-def rdma_fleet_report(results, all_hosts):
+def rdma_fleet_report(results, all_hosts, firmware=None):
     missing = [r for r in results if not isinstance(r, dict) or 'host' not in r or 'verdict' not in r]
     if missing:
         raise AnsibleFilterError('rdma_fleet_report: every result needs "host" and "verdict" (the rdma_check output '
                                  'plus the host name); got %r' % missing[0])
-    return build_fleet_report(list(results), list(all_hosts))
+    return build_fleet_report(list(results), list(all_hosts), list(firmware or []))
+
+
+def rdma_firmware_result(module_results, host, apply, wanted=None, previous=None):
+    return firmware_result(list(module_results or []), host, apply, list(wanted or []), previous)
 
 
 def rdma_report_markdown(report):
@@ -51,4 +57,5 @@ class FilterModule(object):
             'rdma_check': rdma_check,
             'rdma_fleet_report': rdma_fleet_report,
             'rdma_report_markdown': rdma_report_markdown,
+            'rdma_firmware_result': rdma_firmware_result,
         }

@@ -158,14 +158,66 @@ def evaluate_host(ports, expectation):
     return {'verdict': verdict, 'ok_ports': len(ok), 'ports': checked, 'problems': problems}
 
 
-def build_fleet_report(results, all_hosts):
+def firmware_result(module_results, host, apply, wanted=None, previous=None):
+    """Condense the per-PCI-function results of the mlxconfig module into one host record.
+
+    ``wanted`` names the parameters the host's group asks for; their Current and
+    Next Boot values are kept. ``previous`` is the record from before an
+    activation (firmware reset or reboot): its ``changes`` are kept, ``pending``
+    comes from the new query.
+    """
+    previous_changes = dict((d['pci_address'], d['changes']) for d in (previous or {}).get('devices', []))
+    devices = []
+    for result in module_results:
+        item = result.get('item') or {}
+        pci_address = item.get('pci_address') or result.get('device')
+        config = result.get('config') or {}
+        pending = list(result.get('pending') or [])
+        names = sorted((set(wanted or []) & set(config)) | set(pending))
+        devices.append({
+            'device': item.get('device'),
+            'pci_address': pci_address,
+            'changes': previous_changes.get(pci_address, {}) if previous else result.get('changes') or {},
+            'pending': pending,
+            'values': dict((name, {'current': config[name].get('current'), 'next_boot': config[name].get('next_boot')})
+                           for name in names if name in config),
+        })
+    pending = ['%s %s' % (d['device'] or d['pci_address'], name) for d in devices for name in d['pending']]
+    return {
+        'host': host,
+        'apply': apply,
+        'devices': devices,
+        'changed': ['%s %s' % (d['device'] or d['pci_address'], name) for d in devices for name in sorted(d['changes'])],
+        'pending': pending,
+        'reboot_required': bool(pending),
+        'activated': bool(previous and previous.get('reboot_required')),
+    }
+
+
+def firmware_state(record):
+    """The part of a firmware record that describes state, not what this run did, so that
+    a report written again after a run that changed nothing is byte-identical."""
+    if not record:
+        return None
+    return {
+        'apply': record['apply'],
+        'pending': record['pending'],
+        'reboot_required': record['reboot_required'],
+        'devices': [dict((k, d[k]) for k in ('device', 'pci_address', 'pending', 'values')) for d in record['devices']],
+    }
+
+
+def build_fleet_report(results, all_hosts, firmware=None):
     """Assemble the fleet report from the per-host results.
 
     ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
     ``source``, ``devices`` and what :func:`evaluate_host` returned); hosts of
     ``all_hosts`` without a result failed or were unreachable before discovery.
+    ``firmware`` lists the hosts' :func:`firmware_result` records, when the
+    firmware stage ran.
     """
-    by_host = dict((r['host'], r) for r in results)
+    by_host = dict((r['host'], dict(r)) for r in results)
+    firmware_by_host = dict((f['host'], f) for f in firmware or [])
     hosts = []
     for host in all_hosts:
         result = by_host.get(host)
@@ -173,6 +225,7 @@ def build_fleet_report(results, all_hosts):
             result = {'host': host, 'group': None, 'verdict': MISSING, 'expectation': None, 'source': None,
                       'ok_ports': 0, 'ports': [], 'devices': [],
                       'problems': ['no facts: the host failed or was unreachable before discovery finished']}
+        result['firmware'] = firmware_state(firmware_by_host.get(host))
         hosts.append(result)
     hosts.sort(key=lambda r: r['host'])
     counts = dict((v, len([h for h in hosts if h['verdict'] == v])) for v in (PASS, FAIL, UNCHECKED, MISSING))
@@ -187,6 +240,7 @@ def build_fleet_report(results, all_hosts):
             'ports': sum(len(h['ports']) for h in hosts),
             'active_ports': sum(len([p for p in h['ports'] if p.get('state') == 'ACTIVE']) for h in hosts),
             'failed_hosts': failed,
+            'firmware_pending_hosts': [h['host'] for h in hosts if h['firmware'] and h['firmware']['reboot_required']],
         },
         'hosts': hosts,
     }
@@ -216,6 +270,36 @@ def _state_cell(port):
     return port.get('state') or port.get('physical_state') or '-'
 
 
+def _firmware_cell(firmware):
+    if not firmware:
+        return '-'
+    if firmware['reboot_required']:
+        return 'pending: %s' % ', '.join(firmware['pending'])
+    return 'as wanted'
+
+
+def _firmware_section(report):
+    rows = []
+    for host in report['hosts']:
+        firmware = host.get('firmware')
+        for device in (firmware or {}).get('devices', []):
+            for name, values in sorted(device['values'].items()):
+                if name in device['pending']:
+                    status = 'pending: active after a firmware reset or reboot'
+                else:
+                    status = 'active'
+                rows.append('| %s |' % ' | '.join(_cell(v) for v in (
+                    host['host'], device['device'], device['pci_address'], name, values['current'],
+                    values['next_boot'], status)))
+    if not any(h.get('firmware') for h in report['hosts']):
+        return []
+    lines = ['', '## Firmware', '']
+    if not rows:
+        return lines + ['No firmware parameter is wanted or pending on the chosen devices.']
+    return lines + ['| host | device | PCI address | parameter | current | next boot | status |',
+                    '| --- | --- | --- | --- | --- | --- | --- |'] + rows
+
+
 def render_markdown(report):
     """Render the fleet report as Markdown (stable output: same report, same bytes)."""
     summary = report['summary']
@@ -228,13 +312,14 @@ def render_markdown(report):
         '',
         '## Hosts',
         '',
-        '| host | group | expectation | ports meeting it | source | verdict |',
-        '| --- | --- | --- | --- | --- | --- |',
+        '| host | group | expectation | ports meeting it | source | firmware | verdict |',
+        '| --- | --- | --- | --- | --- | --- | --- |',
     ]
     for host in report['hosts']:
         lines.append('| %s |' % ' | '.join(_cell(v) for v in (
             host['host'], host['group'], describe_expectation(host['expectation']),
-            host['ok_ports'] if host['expectation'] else '-', host['source'], host['verdict'].upper())))
+            host['ok_ports'] if host['expectation'] else '-', host['source'], _firmware_cell(host.get('firmware')),
+            host['verdict'].upper())))
     lines += [
         '',
         '## Ports',
@@ -248,6 +333,7 @@ def render_markdown(report):
             lines.append('| %s |' % ' | '.join(_cell(v) for v in (
                 host['host'], host['group'], port['device'], port['port'], _netdev_cell(port), _state_cell(port),
                 port.get('link_layer'), _rate_cell(port), verdict)))
+    lines += _firmware_section(report)
     failing = [h for h in report['hosts'] if h['problems']]
     lines += ['', '## Hosts that miss expectations', '']
     if not failing:

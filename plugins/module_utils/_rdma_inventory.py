@@ -425,3 +425,41 @@ def parse_rdma_link(text):
                                       fields.get('physical_state'), fields.get('netdev')))
     ports = sort_ports(ports)
     return ports, devices_from_ports(ports)
+
+
+# ---------------------------------------------------------------- selection
+
+_MELLANOX_DEVICE_RE = re.compile(r'^mlx\d+_')
+
+
+def select_pci_functions(devices, selectors=None):
+    """Pick the PCI functions to configure from ``rdma_devices`` facts.
+
+    ``selectors`` lists device names (``mlx5_0``) or PCI addresses (``86:00.0``
+    or ``0000:86:00.0``); empty selects every Mellanox HCA (``mlx<N>_*``). Each
+    PCI function is returned once (a LAG device shares its function with a
+    port device). A selector that matches nothing raises ValueError.
+    """
+    devices = [d for d in devices or [] if d.get('pci_address')]
+    if not selectors:
+        chosen = [d for d in devices if _MELLANOX_DEVICE_RE.match(d['device'])]
+    else:
+        chosen = []
+        unmatched = []
+        for selector in selectors:
+            pci = normalize_pci_address(str(selector))
+            hits = [d for d in devices if d['device'] == selector or (pci and d['pci_address'] == pci)]
+            if not hits:
+                unmatched.append(str(selector))
+            chosen.extend(hits)
+        if unmatched:
+            raise ValueError('no RDMA device matches %s; this host has %s' % (
+                ', '.join(unmatched),
+                ', '.join('%s (%s)' % (d['device'], d['pci_address']) for d in devices) or 'no PCI RDMA device'))
+    seen = set()
+    result = []
+    for device in sorted(chosen, key=lambda d: d['pci_address']):
+        if device['pci_address'] not in seen:
+            seen.add(device['pci_address'])
+            result.append({'device': device['device'], 'pci_address': device['pci_address']})
+    return result

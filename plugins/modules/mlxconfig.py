@@ -15,7 +15,7 @@ description:
   - Queries the non-volatile firmware configuration of an NVIDIA (Mellanox) ConnectX device with
     C(mlxconfig -d DEVICE -e q) and shows each parameter's Default, Current and Next Boot value.
   - With O(params), compares each wanted value with B(Next Boot), by name and by number (V(IB), V(1) and
-    V(IB\(1\)) are the same value), and sets everything that differs in B(one) call,
+    V(IB(1\)) are the same value), and sets everything that differs in B(one) call,
     C(mlxconfig -d DEVICE -y set NAME=VALUE ...). A second run with the same O(params) changes nothing.
   - Firmware parameters take effect only after a firmware reset (C(mlxfwreset)) or a reboot. The module never
     resets or reboots; it returns the parameters whose Current value differs from Next Boot in RV(pending),
@@ -36,7 +36,7 @@ options:
   params:
     description:
       - Wanted firmware parameters, NAME to value. A value may be the name (V(IB), V(ETH), V(True), V(False)), the
-        number (V(1)), or the form the query prints (V(IB\(1\))). YAML booleans are accepted for boolean parameters.
+        number (V(1)), or the form the query prints (V(IB(1\))). YAML booleans are accepted for boolean parameters.
       - Omit to query only.
     type: dict
   executable:

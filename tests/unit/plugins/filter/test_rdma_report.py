@@ -141,7 +141,8 @@ def _fleet(tmp_path, hardware):
 def test_fleet_report_summary(tmp_path, hardware):
     report = _fleet(tmp_path, hardware)
     assert report['summary'] == {'hosts': 4, 'pass': 2, 'fail': 1, 'unchecked': 0, 'no_facts': 1, 'ports': 7,
-                                 'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9']}
+                                 'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
+                                 'firmware_pending_hosts': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
@@ -157,7 +158,8 @@ def test_markdown_report(tmp_path, hardware):
             'ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-a100-1 | ib_a100 | mlx5_bond_0 | 1 | bond0 (Up) | ACTIVE / LinkUp | Ethernet | 10 Gb/s | '
             'ignored: link layer Ethernet, expected InfiniBand |') in lines
-    assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | FAIL |') in lines
+    assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | FAIL |') in lines
+    assert '## Firmware' not in text  # the firmware stage did not run
     failing = text.split('## Hosts that miss expectations')[1]
     assert '- **lab-v100-9** (ib_v100):' in failing
     assert '- **lab-gone** (no group):' in failing
@@ -179,3 +181,68 @@ def test_markdown_needs_a_report():
 def test_fleet_report_rejects_results_without_host():
     with pytest.raises(AnsibleFilterError, match='"host" and "verdict"'):
         rdma_fleet_report([{'verdict': 'pass'}], ['a'])
+
+
+# ------------------------------------------------------------------ firmware
+
+def _module_result(device, pci, changes, pending, config):
+    return {'item': {'device': device, 'pci_address': pci}, 'device': pci, 'changes': changes, 'pending': pending,
+            'config': config, 'changed': bool(changes)}
+
+
+LINK_ETH_TO_IB = {'LINK_TYPE_P1': {'default': 'IB(1)', 'current': 'ETH(2)', 'next_boot': 'IB(1)', 'read_only': False},
+                  'SRIOV_EN': {'default': 'False(0)', 'current': 'False(0)', 'next_boot': 'False(0)',
+                               'read_only': False}}
+LINK_IB = {'LINK_TYPE_P1': {'default': 'IB(1)', 'current': 'IB(1)', 'next_boot': 'IB(1)', 'read_only': False}}
+
+rdma_firmware_result = FILTERS['rdma_firmware_result']
+
+
+def test_firmware_result_records_changes_and_pending():
+    record = rdma_firmware_result([
+        _module_result('mlx5_0', '0000:0c:00.0', {'LINK_TYPE_P1': {'before': 'ETH(2)', 'after': 'IB(1)'}},
+                       ['LINK_TYPE_P1'], LINK_ETH_TO_IB),
+        _module_result('mlx5_1', '0000:8d:00.0', {}, [], LINK_IB),
+    ], 'lab-a100-1', 'none', ['LINK_TYPE_P1'])
+    assert record['changed'] == ['mlx5_0 LINK_TYPE_P1']
+    assert record['pending'] == ['mlx5_0 LINK_TYPE_P1']
+    assert record['reboot_required'] is True and record['activated'] is False
+    assert record['devices'][0]['values'] == {'LINK_TYPE_P1': {'current': 'ETH(2)', 'next_boot': 'IB(1)'}}
+    assert record['devices'][1]['values'] == {'LINK_TYPE_P1': {'current': 'IB(1)', 'next_boot': 'IB(1)'}}
+
+
+def test_firmware_result_after_activation_keeps_what_was_set():
+    before = rdma_firmware_result([_module_result('mlx5_0', '0000:0c:00.0', {'LINK_TYPE_P1': {
+        'before': 'ETH(2)', 'after': 'IB(1)'}}, ['LINK_TYPE_P1'], LINK_ETH_TO_IB)], 'n', 'reboot', ['LINK_TYPE_P1'])
+    after = rdma_firmware_result([_module_result('mlx5_0', '0000:0c:00.0', {}, [], LINK_IB)], 'n', 'reboot',
+                                 ['LINK_TYPE_P1'], before)
+    assert after['activated'] is True
+    assert after['changed'] == ['mlx5_0 LINK_TYPE_P1']
+    assert after['pending'] == [] and after['reboot_required'] is False
+
+
+def test_report_shows_firmware_state_and_is_stable_across_runs():
+    discovery = check([], [])
+    discovery.update({'host': 'n1', 'source': 'sysfs', 'devices': []})
+    first_run = rdma_firmware_result([_module_result('mlx5_0', '0000:0c:00.0', {'LINK_TYPE_P1': {
+        'before': 'ETH(2)', 'after': 'IB(1)'}}, ['LINK_TYPE_P1'], LINK_ETH_TO_IB)], 'n1', 'none', ['LINK_TYPE_P1'])
+    second_run = rdma_firmware_result([_module_result('mlx5_0', '0000:0c:00.0', {}, ['LINK_TYPE_P1'],
+                                                      LINK_ETH_TO_IB)], 'n1', 'none', ['LINK_TYPE_P1'])
+    first = rdma_fleet_report([discovery], ['n1'], firmware=[first_run])
+    second = rdma_fleet_report([discovery], ['n1'], firmware=[second_run])
+    assert render_json(first) == render_json(second)
+    assert first['summary']['firmware_pending_hosts'] == ['n1']
+    text = rdma_report_markdown(first)
+    assert '| n1 | ungrouped | none | - | sysfs | pending: mlx5_0 LINK_TYPE_P1 | UNCHECKED |' in text
+    assert ('| n1 | mlx5_0 | 0000:0c:00.0 | LINK_TYPE_P1 | ETH(2) | IB(1) | pending: active after a firmware reset '
+            'or reboot |') in text
+
+
+def test_report_of_activated_firmware():
+    discovery = check([], [])
+    discovery.update({'host': 'n1', 'source': 'sysfs', 'devices': []})
+    record = rdma_firmware_result([_module_result('mlx5_1', '0000:8d:00.0', {}, [], LINK_IB)], 'n1', 'reboot',
+                                  ['LINK_TYPE_P1'])
+    text = rdma_report_markdown(rdma_fleet_report([discovery], ['n1'], firmware=[record]))
+    assert '| n1 | mlx5_1 | 0000:8d:00.0 | LINK_TYPE_P1 | IB(1) | IB(1) | active |' in text
+    assert '| as wanted |' in text

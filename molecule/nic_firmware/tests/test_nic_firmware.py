@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Verify firmware state, tool calls and reboots on each instance, and the fleet report.
+
+The instances ran converge, idempotence and check: every count below includes
+those runs, so a second set, reset or reboot would show up here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import testinfra
+
+LAB = '/opt/gpunet-lab'
+REPORT = os.path.join(os.environ['MOLECULE_EPHEMERAL_DIRECTORY'], 'rdma-report', 'rdma-fleet-report.json')
+LINK_TYPE_IB, LINK_TYPE_ETH = 1, 2
+
+
+def node(name):
+    return testinfra.get_host('podman://%s' % name)
+
+
+def state(host, pci):
+    return json.loads(host.file('%s/firmware/%s.json' % (LAB, pci)).content_string)['params']
+
+
+def calls(host, tool):
+    lines = host.file('%s/firmware/calls.log' % LAB).content_string.splitlines()
+    return [json.loads(line)[1:] for line in lines if json.loads(line)[0] == tool]
+
+
+def sets(host):
+    return [call for call in calls(host, 'mlxconfig') if 'set' in call]
+
+
+def report_firmware(name):
+    with open(REPORT) as handle:
+        return [h for h in json.load(handle)['hosts'] if h['host'] == name][0]['firmware']
+
+
+def test_none_sets_next_boot_and_leaves_it_pending():
+    host = node('fw-none')
+    link_type = state(host, '0000:0c:00.0')['LINK_TYPE_P1']
+    assert (link_type['current'], link_type['next']) == (LINK_TYPE_ETH, LINK_TYPE_IB)
+    assert sets(host) == [['-d', '0000:0c:00.0', '-y', 'set', 'LINK_TYPE_P1=IB']]
+    assert calls(host, 'mlxfwreset') == [] and calls(host, 'reboot') == []
+
+
+def test_none_is_reported_pending():
+    firmware = report_firmware('fw-none')
+    assert firmware['reboot_required'] is True
+    assert firmware['pending'] == ['mlx5_0 LINK_TYPE_P1']
+    mlx5_0 = [d for d in firmware['devices'] if d['device'] == 'mlx5_0'][0]
+    assert mlx5_0['values'] == {'LINK_TYPE_P1': {'current': 'ETH(2)', 'next_boot': 'IB(1)'}}
+
+
+def test_mlxfwreset_activates_the_change_once():
+    host = node('fw-reset')
+    link_type = state(host, '0000:0c:00.0')['LINK_TYPE_P1']
+    assert link_type['current'] == link_type['next'] == LINK_TYPE_IB
+    assert calls(host, 'mlxfwreset') == [['-d', '0000:0c:00.0', '-l', '3', '-y', 'r']]
+    assert len(sets(host)) == 1
+    assert calls(host, 'reboot') == []
+    assert report_firmware('fw-reset')['reboot_required'] is False
+
+
+def test_mst_start_created_the_mst_devices():
+    host = node('fw-reset')
+    assert host.file('/dev/mst').is_directory
+    assert sorted(host.file('/dev/mst').listdir()) == ['mt4117_pciconf0', 'mt4123_pciconf0', 'mt4123_pciconf1']
+    assert calls(host, 'mst') == [['start']]
+
+
+def test_reboot_happens_exactly_once_for_changes_on_two_devices():
+    host = node('fw-reboot')
+    assert sets(host) == [['-d', '0000:0c:00.0', '-y', 'set', 'LINK_TYPE_P1=IB', 'NUM_OF_VFS=8', 'SRIOV_EN=True'],
+                          ['-d', '0000:8d:00.0', '-y', 'set', 'NUM_OF_VFS=8', 'SRIOV_EN=True']]
+    assert len(calls(host, 'reboot')) == 1
+    mlx5_0, mlx5_1 = state(host, '0000:0c:00.0'), state(host, '0000:8d:00.0')
+    assert mlx5_0['LINK_TYPE_P1']['current'] == LINK_TYPE_IB
+    assert (mlx5_1['SRIOV_EN']['current'], mlx5_1['NUM_OF_VFS']['current']) == (1, 8)
+    assert mlx5_0['NUM_OF_VFS']['current'] == 8
+    assert calls(host, 'mlxfwreset') == []
+
+
+def test_reboot_runs_between_drain_and_uncordon():
+    host = node('fw-reboot')
+    boot_id = host.file('%s/boot_id' % LAB).content_string.strip()
+    assert host.file('%s/drained' % LAB).content_string.strip() == 'lab-boot-0'
+    assert host.file('%s/uncordoned' % LAB).content_string.strip() == boot_id != 'lab-boot-0'
+
+
+def test_hosts_without_pending_changes_are_not_listed():
+    with open(REPORT) as handle:
+        summary = json.load(handle)['summary']
+    assert summary['firmware_pending_hosts'] == ['fw-none']

@@ -1,0 +1,23 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filter that picks PCI functions from rdma_devices facts. Documentation: rdma_pci_functions.yml."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import select_pci_functions
+
+
+def rdma_pci_functions(devices, selectors=None):
+    try:
+        return select_pci_functions(list(devices or []), list(selectors or []))
+    except ValueError as exc:
+        raise AnsibleFilterError('rdma_pci_functions: %s' % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'rdma_pci_functions': rdma_pci_functions}
