@@ -97,7 +97,7 @@ lab-image: apt
 	lab/build-base-image.sh
 
 lab-fixtures: $(FIXTURES)
-$(LAB_FIXTURES)/%.tar.gz: lab/hardware/%.yml lab/sysfs_fixture.py | venv
+$(LAB_FIXTURES)/%.tar.gz: lab/hardware/%.yml lab/sysfs_fixture.py $(wildcard lab/doubles/*) | venv
 	@mkdir -p $(LAB_FIXTURES)
 	$(VENV)/bin/python lab/sysfs_fixture.py $< $@
 

@@ -2,7 +2,12 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Lab test double of mlxfwreset: ``mlxfwreset -d DEVICE -l LEVEL -y r`` activates Next Boot."""
+"""Lab test double of mlxfwreset: ``mlxfwreset -d DEVICE -l LEVEL -y r`` activates Next Boot.
+
+A file ``<lab root>/firmware/mlxfwreset-unsupported`` makes every reset fail the
+way mlxfwreset does on a device or host that cannot reset live, so the
+fallback to a reboot can be tested.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _firmware_state import activate, fail, find_device, log_call  # noqa: E402  pylint: disable=wrong-import-position
+from _firmware_state import STATE_DIR, activate, fail, find_device, log_call  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def main(argv):
@@ -39,7 +44,7 @@ def main(argv):
         return 0
     if command not in ('r', 'reset') or not assume_yes:
         fail('usage: mlxfwreset -d DEVICE -l LEVEL -y r', 1)
-    if level not in (None, '3'):
+    if level not in (None, '3') or os.path.exists(os.path.join(STATE_DIR, 'mlxfwreset-unsupported')):
         fail('Reset level %s is not supported for this device' % level, 1)
     activate(path)
     sys.stdout.write('-I- Sending Reset Command To Fw             -Done\n-I- Restarting MST                          -Done\n'

@@ -94,6 +94,14 @@ def test_reboot_runs_between_drain_and_uncordon():
     assert host.file('%s/uncordoned' % LAB).content_string.strip() == boot_id != 'lab-boot-0'
 
 
+def test_failed_reset_falls_back_to_one_allowed_reboot():
+    host = node('fw-fallback')
+    assert calls(host, 'mlxfwreset') == [['-d', '0000:0c:00.0', '-l', '3', '-y', 'r']]
+    assert len(calls(host, 'reboot')) == 1
+    link_type = state(host, '0000:0c:00.0')['LINK_TYPE_P1']
+    assert link_type['current'] == link_type['next'] == LINK_TYPE_IB
+
+
 def test_hosts_without_pending_changes_are_not_listed():
     with open(REPORT) as handle:
         summary = json.load(handle)['summary']
