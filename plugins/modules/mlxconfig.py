@@ -225,14 +225,18 @@ def _tool_error(out, err):
     return (errors or lines or ['no output'])[0]
 
 
-def query(module, executable, device):
-    """Query with -e (Default/Current/Next Boot), falling back to the plain layout."""
+def query(module, executable, device, layouts=('-e', None)):
+    """Query with -e (Default/Current/Next Boot), falling back to the plain layout.
+
+    Returns the layout flag that worked and the parsed configuration.
+    """
     failure = None
-    for argv in ([executable, '-d', device, '-e', 'q'], [executable, '-d', device, 'q']):
+    for flag in layouts:
+        argv = [executable, '-d', device] + ([flag] if flag else []) + ['q']
         rc, out, err = module.run_command(argv, environ_update=_COMMAND_ENV)
         if rc == 0:
             try:
-                return argv, parse_query(out)
+                return flag, parse_query(out)
             except MlxconfigError as exc:
                 module.fail_json(msg='Cannot parse the output of %s: %s. Offending line: %r.'
                                  % (' '.join(argv), exc, exc.line), stdout=out, stderr=err)
@@ -260,7 +264,7 @@ def main():
     wanted = module.params['params'] or {}
     executable = find_executable(module)
     device = resolve_device(module, module.params['device'].strip(), module.params['sysfs_root'])
-    query_argv, config = query(module, executable, device)
+    layout_flag, config = query(module, executable, device)
     has_current = any(entry['current'] is not None for entry in config.values())
 
     try:
@@ -279,7 +283,7 @@ def main():
             if rc != 0:
                 module.fail_json(msg='%s failed (rc=%d): %s' % (' '.join(argv), rc, _tool_error(out, err)), rc=rc,
                                  stdout=out, stderr=err, changes=changes)
-            after = parse_query(module.run_command(query_argv, environ_update=_COMMAND_ENV, check_rc=True)[1])
+            after = query(module, executable, device, layouts=(layout_flag,))[1]
 
     if has_current:
         waiting = pending(after)

@@ -140,14 +140,19 @@ def test_mst_device_path(lab, capsys, tmp_path, monkeypatch):
     assert 'LINK_TYPE_P1' in result['config']
 
 
+def refusing_double(lab, tmp_path, word, error, rc):
+    """The lab's mlxconfig double, except that it fails with ``error`` when ``word`` is an argument."""
+    wrapper = tmp_path / ('mlxconfig-refusing%s' % word)
+    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = "%s" ] && { echo "%s"; exit %d; }; done\nexec %s "$@"\n'
+                       % (word, error, rc, lab / 'bin' / 'mlxconfig'))
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
 def test_plain_layout_fallback(lab, capsys, tmp_path):
     """Tools without -e: the plain layout is used; only this run's changes are known to be pending."""
-    wrapper = tmp_path / 'old-mlxconfig'
-    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = "-e" ] && { echo "-E- Unknown flag -e"; exit 1; }; '
-                       'done\nexec %s "$@"\n' % (lab / 'bin' / 'mlxconfig'))
-    wrapper.chmod(0o755)
-    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': str(wrapper)},
-                       capsys, lab)
+    old_tool = refusing_double(lab, tmp_path, '-e', '-E- Unknown flag -e', 1)
+    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': old_tool}, capsys, lab)
     assert code == 0
     assert result['config']['LINK_TYPE_P1'] == {'default': None, 'current': None, 'next_boot': 'IB(1)',
                                                 'read_only': False}
@@ -156,12 +161,8 @@ def test_plain_layout_fallback(lab, capsys, tmp_path):
 
 
 def test_failing_set_is_reported(lab, capsys, tmp_path):
-    wrapper = tmp_path / 'flaky-mlxconfig'
-    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = "set" ] && { echo "-E- Failed to set configuration: '
-                       'device busy"; exit 3; }; done\nexec %s "$@"\n' % (lab / 'bin' / 'mlxconfig'))
-    wrapper.chmod(0o755)
-    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': str(wrapper)},
-                       capsys, lab)
+    busy_tool = refusing_double(lab, tmp_path, 'set', '-E- Failed to set configuration: device busy', 3)
+    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': busy_tool}, capsys, lab)
     assert code == 1
     assert '-E- Failed to set configuration: device busy' in result['msg']
 
