@@ -53,6 +53,12 @@ run() {
     echo
     echo "lab: fleet report written to $report_dir/rdma-fleet-report.md and $report_dir/rdma-fleet-report.json"
   fi
+  for node in $(lab_nodes); do
+    if podman exec "$node" test -f /etc/containerd/rdma-base-spec.json 2>/dev/null; then
+      podman cp lab/memlock-probe.sh "$node:/opt/gpunet-lab/memlock-probe.sh"
+      echo "lab: $node: a container started through containerd has ulimit -l = $(podman exec "$node" sh /opt/gpunet-lab/memlock-probe.sh) KiB"
+    fi
+  done
   echo "lab: nodes left running for inspection (podman exec -it lab-a100-1 bash); remove them with: make lab-clean"
   return "$rc"
 }

@@ -283,3 +283,29 @@ def dump_base_runtime_specs(dump_text, version):
             if match and match.group('key').strip('"\'') == 'base_runtime_spec':
                 result[key[-1]] = _parse_string(_split_comment(match.group('value'))[0]) or ''
     return result
+
+
+# ------------------------------------------------------------ running tasks
+
+def parse_task_list(text):
+    """``ctr task ls`` -> [{id, pid, status}] (header ``TASK PID STATUS``)."""
+    tasks = []
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and lines[0].split()[:3] == ['TASK', 'PID', 'STATUS']:
+        lines = lines[1:]
+    for line in lines:
+        words = line.split()
+        if len(words) != 3 or not words[1].isdigit():
+            raise ConfigError('unrecognised `ctr task ls` line: %r' % line)
+        tasks.append({'id': words[0], 'pid': int(words[1]), 'status': words[2]})
+    return tasks
+
+
+def parse_memlock(limits_text):
+    """``/proc/PID/limits`` -> (soft, hard) of "Max locked memory", UNLIMITED for unlimited."""
+    for line in limits_text.splitlines():
+        if line.startswith('Max locked memory'):
+            words = line[len('Max locked memory'):].split()
+            if len(words) >= 2:
+                return tuple(UNLIMITED if w == 'unlimited' else int(w) for w in words[:2])
+    raise ConfigError('no "Max locked memory" line in the limits')

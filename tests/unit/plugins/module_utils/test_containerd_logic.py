@@ -17,6 +17,8 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
     build_spec,
     config_version,
     dump_base_runtime_specs,
+    parse_memlock,
+    parse_task_list,
     runtime_names,
     serialize,
     split_dotted_key,
@@ -189,3 +191,22 @@ def test_dump_reading():
     dumped, _changed = wire_base_runtime_spec(fixture('config-nvidia-toolkit-v2.toml'), SPEC, ['runc'], 2)
     assert dump_base_runtime_specs(dumped, 2) == {'nvidia': SPEC, 'runc': SPEC}
     assert dump_base_runtime_specs(fixture('config-default-1.6.20.toml'), 2) == {'runc': ''}
+
+
+def test_task_list():
+    text = 'TASK       PID      STATUS    \nrdma-a     4242     RUNNING\nold        17       STOPPED\n'
+    assert parse_task_list(text) == [{'id': 'rdma-a', 'pid': 4242, 'status': 'RUNNING'},
+                                     {'id': 'old', 'pid': 17, 'status': 'STOPPED'}]
+    assert parse_task_list('TASK    PID    STATUS    \n') == []
+    with pytest.raises(ConfigError, match='unrecognised'):
+        parse_task_list('TASK PID STATUS\nbroken line\n')
+
+
+def test_memlock_from_proc_limits():
+    limits = ('Limit                     Soft Limit           Hard Limit           Units     \n'
+              'Max locked memory         8388608              8388608              bytes     \n')
+    assert parse_memlock(limits) == (8388608, 8388608)
+    assert parse_memlock(limits.replace('8388608              8388608', 'unlimited            unlimited')) == \
+        (UNLIMITED, UNLIMITED)
+    with pytest.raises(ConfigError):
+        parse_memlock('Max open files  1024  1024  files\n')

@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Real containerd on the instance: the generated spec reaches a container, and a bad change is rolled back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import testinfra
+
+SPEC = '/etc/containerd/rdma-base-spec.json'
+CONFIG = '/etc/containerd/config.toml'
+MEMLOCK = 4194304
+SCENARIO = os.environ['MOLECULE_SCENARIO_DIRECTORY']
+INVENTORY = os.environ['MOLECULE_INVENTORY_FILE']
+
+
+def node(name):
+    return testinfra.get_host('podman://%s' % name)
+
+
+def run_container_with_generated_spec(host, name):
+    """Run busybox through containerd with the role's spec (directory rootfs) and return its `ulimit -l`."""
+    script = (
+        'import json; s = json.load(open("%s")); '
+        's["root"] = {"path": "/opt/memlock-test/rootfs", "readonly": True}; '
+        's["process"]["args"] = ["/bin/busybox", "sh", "-c", "ulimit -l"]; s["process"]["terminal"] = False; '
+        'json.dump(s, open("/opt/memlock-test/run-spec.json", "w"))' % SPEC)
+    host.check_output("python3 -c '%s'" % script)
+    return host.check_output('ctr run --rm --config /opt/memlock-test/run-spec.json %s' % name).strip()
+
+
+def test_spec_has_memlock_and_keeps_nofile():
+    rlimits = json.loads(node('ctd-node').file(SPEC).content_string)['process']['rlimits']
+    assert rlimits == [{'hard': 1024, 'soft': 1024, 'type': 'RLIMIT_NOFILE'},
+                       {'hard': MEMLOCK, 'soft': MEMLOCK, 'type': 'RLIMIT_MEMLOCK'}]
+
+
+def test_config_dump_shows_the_spec_on_runc():
+    dump = node('ctd-node').check_output('containerd config dump')
+    runc = dump.split('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]')[1].split('[')[0]
+    assert 'base_runtime_spec = "%s"' % SPEC in runc
+
+
+def test_cri_plugin_loaded():
+    plugins = node('ctd-node').check_output('ctr plugins ls')
+    cri = [line.split() for line in plugins.splitlines() if line.startswith('io.containerd.grpc.v1') and ' cri ' in line]
+    assert cri and cri[0][-1] == 'ok'
+
+
+def test_new_container_gets_the_configured_memlock():
+    assert run_container_with_generated_spec(node('ctd-node'), 'memlock-check') == str(MEMLOCK // 1024)
+
+
+def test_containerd_service_limit():
+    host = node('ctd-node')
+    assert host.check_output('systemctl show containerd --property LimitMEMLOCK') == 'LimitMEMLOCK=8388608'
+    assert host.service('containerd').is_running
+
+
+def test_old_container_is_listed_with_its_old_limit():
+    """The container started before the change keeps its limit; containerd_tasks_info reports it."""
+    out = subprocess.run(['ansible', '-i', INVENTORY, 'ctd-node', '-m', 'gpunet.rdma.containerd_tasks_info', '-o'],
+                         capture_output=True, text=True, check=True).stdout
+    result = json.loads(out.split('=>', 1)[1])
+    old = [t for t in result['tasks'] if t['id'] == 'old-pod-container']
+    assert len(old) == 1 and old[0]['namespace'] == 'k8s.io'
+    assert old[0]['memlock_soft'] not in (None, MEMLOCK)
+
+
+def test_opt_in_recreation_killed_the_old_container():
+    host = node('ctd-recreate')
+    listed = host.check_output('ctr --namespace k8s.io task ls')
+    assert 'old-pod-container' not in [line.split()[0] for line in listed.splitlines()[1:]
+                                       if line.split()[-1] == 'RUNNING']
+    assert run_container_with_generated_spec(host, 'memlock-check') == str(MEMLOCK // 1024)
+
+
+def test_docker_daemon_json_merged():
+    host = node('docker-node')
+    config = json.loads(host.file('/etc/docker/daemon.json').content_string)
+    assert config == {'log-driver': 'json-file', 'default-ulimits': {
+        'nofile': {'Name': 'nofile', 'Soft': 65536, 'Hard': 65536},
+        'memlock': {'Name': 'memlock', 'Soft': MEMLOCK, 'Hard': MEMLOCK}}}
+    dropin = host.file('/etc/systemd/system/docker.service.d/90-gpunet-rdma-memlock.conf').content_string
+    assert 'LimitMEMLOCK=8388608' in dropin
+
+
+def test_zz_fault_is_rolled_back():
+    """Runs last: breaks the spec on purpose and checks the role's rollback."""
+    host = node('ctd-node')
+    spec_before = host.file(SPEC).content_string
+    config_before = host.file(CONFIG).content_string
+    play = subprocess.run(['ansible-playbook', '-i', INVENTORY, os.path.join(SCENARIO, 'fault_injection.yml')],
+                          check=False, capture_output=True, text=True)
+    assert play.returncode != 0
+    output = ' '.join((play.stdout + play.stderr).split())  # failures go to stderr; the callback folds lines
+    assert 'containerd did not come back with the CRI plugin after the memlock change' in output
+    assert 'CRI plugin: io.containerd.grpc.v1 cri linux/amd64 error' in output
+    assert host.file(SPEC).content_string == spec_before
+    assert host.file(CONFIG).content_string == config_before
+    assert host.service('containerd').is_running
+    test_cri_plugin_loaded()
+    assert run_container_with_generated_spec(host, 'memlock-after-rollback') == str(MEMLOCK // 1024)
