@@ -115,10 +115,10 @@ backup_file:
 
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._atomic_file import apply_file_attributes, replace_file
 from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
     ConfigError,
     config_version,
@@ -202,26 +202,16 @@ def main():
         result['diff'] = dict(before='' if created else before, after=after, before_header=path, after_header=path)
 
     if changed and not module.check_mode:
-        directory = os.path.dirname(path) or '.'
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, candidate = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(path))
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(after)
-        try:
-            if module.params['validate']:
-                validate(module, containerd or _containerd(module), candidate, spec_path, runtimes, version)
-        except BaseException:
-            os.unlink(candidate)
-            raise
-        if module.params['backup'] and not created:
-            result['backup_file'] = module.backup_local(path)
-        module.atomic_move(candidate, path)
+        binary = (containerd or _containerd(module)) if module.params['validate'] else None
 
-    file_args = module.load_file_common_arguments(module.params, path=path)
-    if os.path.exists(path) and not module.check_mode:
-        changed = module.set_fs_attributes_if_different(file_args, changed)
-    module.exit_json(changed=changed, **result)
+        def check(candidate):
+            if binary:
+                validate(module, binary, candidate, spec_path, runtimes, version)
+
+        backup_file = replace_file(module, path, after, backup=module.params['backup'], check=check)
+        if backup_file:
+            result['backup_file'] = backup_file
+    module.exit_json(changed=apply_file_attributes(module, path, changed), **result)
 
 
 if __name__ == '__main__':

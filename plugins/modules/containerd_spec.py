@@ -120,10 +120,10 @@ backup_file:
 
 import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._atomic_file import apply_file_attributes, replace_file
 from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import SpecError, build_spec, serialize
 
 _COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C'}
@@ -195,21 +195,13 @@ def main():
                               before_header=path, after_header=path)
 
     if changed and not module.check_mode:
-        directory = os.path.dirname(path) or '.'
-        if not os.path.isdir(directory):
-            module.fail_json(msg='The directory %s does not exist; create it (containerd creates /etc/containerd '
-                             'when installed).' % directory)
-        if module.params['backup'] and os.path.exists(path):
-            result['backup_file'] = module.backup_local(path)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(path))
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(after_text)
-        module.atomic_move(tmp, path)
-
-    file_args = module.load_file_common_arguments(module.params, path=path)
-    if os.path.exists(path) and not module.check_mode:
-        changed = module.set_fs_attributes_if_different(file_args, changed)
-    module.exit_json(changed=changed, **result)
+        if not os.path.isdir(os.path.dirname(path) or '.'):
+            module.fail_json(msg='The directory of %s does not exist; create it (containerd creates /etc/containerd '
+                             'when installed).' % path)
+        backup_file = replace_file(module, path, after_text, backup=module.params['backup'])
+        if backup_file:
+            result['backup_file'] = backup_file
+    module.exit_json(changed=apply_file_attributes(module, path, changed), **result)
 
 
 if __name__ == '__main__':
