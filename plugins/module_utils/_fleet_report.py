@@ -194,6 +194,13 @@ def firmware_result(module_results, host, apply, wanted=None, previous=None):
     }
 
 
+def runtime_state(record):
+    """The container runtime record without the host name (state only)."""
+    if not record:
+        return None
+    return dict((key, record.get(key)) for key in ('engine', 'memlock', 'runtimes', 'restart_pending'))
+
+
 def firmware_state(record):
     """The part of a firmware record that describes state, not what this run did, so that
     a report written again after a run that changed nothing is byte-identical."""
@@ -207,17 +214,19 @@ def firmware_state(record):
     }
 
 
-def build_fleet_report(results, all_hosts, firmware=None):
+def build_fleet_report(results, all_hosts, firmware=None, runtime=None):
     """Assemble the fleet report from the per-host results.
 
     ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
     ``source``, ``devices`` and what :func:`evaluate_host` returned); hosts of
     ``all_hosts`` without a result failed or were unreachable before discovery.
     ``firmware`` lists the hosts' :func:`firmware_result` records, when the
-    firmware stage ran.
+    firmware stage ran; ``runtime`` the hosts' container runtime records
+    (``containerd_memlock_result``), when the runtime stage ran.
     """
     by_host = dict((r['host'], dict(r)) for r in results)
     firmware_by_host = dict((f['host'], f) for f in firmware or [])
+    runtime_by_host = dict((r['host'], r) for r in runtime or [])
     hosts = []
     for host in all_hosts:
         result = by_host.get(host)
@@ -226,6 +235,7 @@ def build_fleet_report(results, all_hosts, firmware=None):
                       'ok_ports': 0, 'ports': [], 'devices': [],
                       'problems': ['no facts: the host failed or was unreachable before discovery finished']}
         result['firmware'] = firmware_state(firmware_by_host.get(host))
+        result['runtime'] = runtime_state(runtime_by_host.get(host))
         hosts.append(result)
     hosts.sort(key=lambda r: r['host'])
     counts = dict((v, len([h for h in hosts if h['verdict'] == v])) for v in (PASS, FAIL, UNCHECKED, MISSING))
@@ -241,6 +251,8 @@ def build_fleet_report(results, all_hosts, firmware=None):
             'active_ports': sum(len([p for p in h['ports'] if p.get('state') == 'ACTIVE']) for h in hosts),
             'failed_hosts': failed,
             'firmware_pending_hosts': [h['host'] for h in hosts if h['firmware'] and h['firmware']['reboot_required']],
+            'runtime_restart_pending_hosts': [h['host'] for h in hosts
+                                              if h['runtime'] and h['runtime']['restart_pending']],
         },
         'hosts': hosts,
     }
@@ -278,6 +290,13 @@ def _firmware_cell(firmware):
     return 'as wanted'
 
 
+def _runtime_cell(runtime):
+    if not runtime:
+        return '-'
+    text = '%s memlock %s' % (runtime['engine'], runtime['memlock'])
+    return text + (', restart pending' if runtime['restart_pending'] else '')
+
+
 def _firmware_section(report):
     rows = []
     for host in report['hosts']:
@@ -309,17 +328,22 @@ def render_markdown(report):
         '%d hosts: %d pass, %d fail, %d unchecked, %d without facts. %d ports, %d ACTIVE.' % (
             summary['hosts'], summary['pass'], summary['fail'], summary['unchecked'], summary['no_facts'],
             summary['ports'], summary['active_ports']),
+    ]
+    pending = [('firmware changes wait for a firmware reset or reboot', summary.get('firmware_pending_hosts')),
+               ('container runtime waits for a restart', summary.get('runtime_restart_pending_hosts'))]
+    lines += ['Pending: %s on %s.' % (what, ', '.join(hosts)) for what, hosts in pending if hosts]
+    lines += [
         '',
         '## Hosts',
         '',
-        '| host | group | expectation | ports meeting it | source | firmware | verdict |',
-        '| --- | --- | --- | --- | --- | --- | --- |',
+        '| host | group | expectation | ports meeting it | source | firmware | runtime | verdict |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ]
     for host in report['hosts']:
         lines.append('| %s |' % ' | '.join(_cell(v) for v in (
             host['host'], host['group'], describe_expectation(host['expectation']),
             host['ok_ports'] if host['expectation'] else '-', host['source'], _firmware_cell(host.get('firmware')),
-            host['verdict'].upper())))
+            _runtime_cell(host.get('runtime')), host['verdict'].upper())))
     lines += [
         '',
         '## Ports',

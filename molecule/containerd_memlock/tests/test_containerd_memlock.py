@@ -80,6 +80,17 @@ def test_opt_in_recreation_killed_the_old_container():
     assert run_container_with_generated_spec(host, 'memlock-check') == str(MEMLOCK // 1024)
 
 
+def test_without_restart_the_change_stays_pending():
+    host = node('ctd-pending')
+    marker = host.file('/var/lib/gpunet-rdma/containerd-restart-pending')
+    assert marker.exists
+    started = int(host.check_output('systemctl show containerd --property ActiveEnterTimestamp --timestamp=unix')
+                  .split('@')[1])
+    assert started < marker.mtime.timestamp()  # containerd still runs with the old configuration
+    assert 'base_runtime_spec = "%s"' % SPEC in host.file(CONFIG).content_string
+    assert not node('ctd-node').file('/var/lib/gpunet-rdma/containerd-restart-pending').exists
+
+
 def test_docker_daemon_json_merged():
     host = node('docker-node')
     config = json.loads(host.file('/etc/docker/daemon.json').content_string)

@@ -142,7 +142,7 @@ def test_fleet_report_summary(tmp_path, hardware):
     report = _fleet(tmp_path, hardware)
     assert report['summary'] == {'hosts': 4, 'pass': 2, 'fail': 1, 'unchecked': 0, 'no_facts': 1, 'ports': 7,
                                  'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
-                                 'firmware_pending_hosts': []}
+                                 'firmware_pending_hosts': [], 'runtime_restart_pending_hosts': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
@@ -158,7 +158,8 @@ def test_markdown_report(tmp_path, hardware):
             'ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-a100-1 | ib_a100 | mlx5_bond_0 | 1 | bond0 (Up) | ACTIVE / LinkUp | Ethernet | 10 Gb/s | '
             'ignored: link layer Ethernet, expected InfiniBand |') in lines
-    assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | FAIL |') in lines
+    assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | - | FAIL |') in lines
+    assert not [line for line in lines if line.startswith('Pending:')]
     assert '## Firmware' not in text  # the firmware stage did not run
     failing = text.split('## Hosts that miss expectations')[1]
     assert '- **lab-v100-9** (ib_v100):' in failing
@@ -233,7 +234,8 @@ def test_report_shows_firmware_state_and_is_stable_across_runs():
     assert render_json(first) == render_json(second)
     assert first['summary']['firmware_pending_hosts'] == ['n1']
     text = rdma_report_markdown(first)
-    assert '| n1 | ungrouped | none | - | sysfs | pending: mlx5_0 LINK_TYPE_P1 | UNCHECKED |' in text
+    assert '| n1 | ungrouped | none | - | sysfs | pending: mlx5_0 LINK_TYPE_P1 | - | UNCHECKED |' in text
+    assert 'Pending: firmware changes wait for a firmware reset or reboot on n1.' in text
     assert ('| n1 | mlx5_0 | 0000:0c:00.0 | LINK_TYPE_P1 | ETH(2) | IB(1) | pending: active after a firmware reset '
             'or reboot |') in text
 
@@ -246,3 +248,20 @@ def test_report_of_activated_firmware():
     text = rdma_report_markdown(rdma_fleet_report([discovery], ['n1'], firmware=[record]))
     assert '| n1 | mlx5_1 | 0000:8d:00.0 | LINK_TYPE_P1 | IB(1) | IB(1) | active |' in text
     assert '| as wanted |' in text
+
+
+def test_report_shows_the_container_runtime_state():
+    discovery = check([], [])
+    discovery.update({'host': 'n1', 'source': 'sysfs', 'devices': []})
+    runtime = {'host': 'n1', 'engine': 'containerd', 'memlock': 'unlimited', 'spec': '/etc/containerd/x.json',
+               'runtimes': ['nvidia', 'runc'], 'restart_pending': True}
+    report = rdma_fleet_report([discovery], ['n1'], runtime=[runtime])
+    assert report['hosts'][0]['runtime'] == {'engine': 'containerd', 'memlock': 'unlimited',
+                                             'runtimes': ['nvidia', 'runc'], 'restart_pending': True}
+    assert report['summary']['runtime_restart_pending_hosts'] == ['n1']
+    text = rdma_report_markdown(report)
+    assert '| n1 | ungrouped | none | - | sysfs | - | containerd memlock unlimited, restart pending | UNCHECKED |' in text
+    assert 'Pending: container runtime waits for a restart on n1.' in text
+    runtime['restart_pending'] = False
+    assert '| containerd memlock unlimited | UNCHECKED |' in rdma_report_markdown(
+        rdma_fleet_report([discovery], ['n1'], runtime=[runtime]))
