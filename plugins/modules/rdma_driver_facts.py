@@ -1,0 +1,262 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+---
+module: rdma_driver_facts
+short_description: Report the host's RDMA driver stack (OFED release, kernel modules, RDMA netns mode) as facts
+version_added: 0.1.0
+description:
+  - Returns RV(ansible_facts.rdma_driver) - what the driver roles (P(gpunet.rdma.ofed#role),
+    P(gpunet.rdma.gpudirect#role), P(gpunet.rdma.rdma_netns#role)) and the fleet report decide on.
+  - The installed OFED release comes from C(ofed_info -s) (MLNX_OFED or DOCA-OFED). Whether the running kernel has
+    the RDMA modules, and from which build, comes from the kernel's C(modules.dep) (out-of-tree builds live under
+    C(updates/), C(extra/) or C(weak-updates/)); which modules are loaded, and their version, from
+    C(/sys/module).
+  - An OFED whose modules are missing for the running kernel (after a kernel upgrade) is reported as
+    RV(ansible_facts.rdma_driver.ofed.kernel_mismatch); an installed release that is not the loaded one as
+    RV(ansible_facts.rdma_driver.ofed.restart_pending).
+  - The RDMA subsystem's network namespace mode is read live with C(rdma system) and from the C(ib_core netns_mode)
+    option persisted in modprobe.d.
+  - Reads only.
+author:
+  - gpunet.rdma contributors (@gpunet)
+options:
+  modules:
+    description: Kernel modules to report on; the RDMA core modules are always included.
+    type: list
+    elements: str
+    default: []
+  kernel:
+    description: Kernel release to check the modules of; default the running kernel (C(uname -r)).
+    type: str
+  modules_root:
+    description: Directory holding one C(modules.dep) tree per kernel.
+    type: path
+    default: /lib/modules
+  sysfs_root:
+    description: Where sysfs is mounted (C(module/), C(kernel/mm/memory_peers/)).
+    type: path
+    default: /sys
+  modprobe_dir:
+    description: The modprobe configuration directory searched for C(options ib_core netns_mode=...).
+    type: path
+    default: /etc/modprobe.d
+  ofed_info_path:
+    description: Path of C(ofed_info); default searches E(PATH) and C(/usr/bin).
+    type: path
+  rdma_path:
+    description: Path of the iproute2 C(rdma) tool; default searches E(PATH) (MLNX_OFED's own copy in
+      C(/opt/mellanox/iproute2/sbin) first).
+    type: path
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  platform:
+    platforms: posix
+notes:
+  - Commands run as argument lists with C(LC_ALL=C).
+  - On kernels without loadable module support (and in containers) C(/lib/modules) may be missing; every module is
+    then reported as not installed and RV(ansible_facts.rdma_driver.modules_dep_found) is V(false).
+'''
+
+EXAMPLES = r'''
+- name: Read the driver stack
+  gpunet.rdma.rdma_driver_facts:
+    modules: [nvidia_peermem, gdrdrv]
+
+- name: Stop when OFED needs a rebuild for the running kernel
+  ansible.builtin.assert:
+    that: not ansible_facts.rdma_driver.ofed.kernel_mismatch
+    fail_msg: "OFED {{ ansible_facts.rdma_driver.ofed.version }} has no modules for {{ ansible_facts.rdma_driver.kernel }}"
+'''
+
+RETURN = r'''
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    rdma_driver:
+      description: The RDMA driver stack of the host.
+      type: dict
+      contains:
+        kernel:
+          description: The kernel release the modules were checked for.
+          type: str
+          sample: 5.15.0-91-generic
+        modules_dep_found:
+          description: Whether that kernel has a C(modules.dep) (false in containers and on monolithic kernels).
+          type: bool
+        ofed:
+          description: The installed OFED (MLNX_OFED or DOCA-OFED), from C(ofed_info -s).
+          type: dict
+          contains:
+            installed:
+              description: Whether C(ofed_info -s) names a release.
+              type: bool
+            flavor:
+              description: C(MLNX_OFED_LINUX) or C(OFED-internal) (DOCA-OFED); null without OFED.
+              type: str
+              sample: MLNX_OFED_LINUX
+            version:
+              description: The release, without flavor and trailing colon; null without OFED.
+              type: str
+              sample: 24.01-0.3.3.1
+            kernels:
+              description: Installed kernels whose C(mlx5_core) is an out-of-tree (OFED) build.
+              type: list
+              elements: str
+            kernel_mismatch:
+              description: OFED is installed but the running kernel has no OFED build of C(mlx5_core).
+              type: bool
+            loaded_version:
+              description: Module version of the loaded C(mlx5_core) (OFED modules carry their release); null when
+                not loaded or in-tree.
+              type: str
+            restart_pending:
+              description: OFED modules are installed for this kernel but not the ones loaded; restart the driver
+                (C(/etc/init.d/openibd restart)) or reboot.
+              type: bool
+        modules:
+          description: One entry per reported kernel module.
+          type: dict
+          sample:
+            mlx5_core: {installed: true, path: updates/dkms/mlx5_core.ko, origin: ofed, loaded: true, builtin: false,
+                        version: "24.01-0.3.3"}
+          contains:
+            installed:
+              description: The kernel's C(modules.dep) lists the module.
+              type: bool
+            path:
+              description: Its path below C(/lib/modules/KERNEL).
+              type: str
+            origin:
+              description: V(ofed) (out-of-tree build), V(inbox) (the kernel's own) or V(other); null when not installed.
+              type: str
+            loaded:
+              description: Loaded (or built into the kernel), from C(/sys/module).
+              type: bool
+            builtin:
+              description: Built into the kernel.
+              type: bool
+            version:
+              description: The loaded module's version, when it declares one.
+              type: str
+        netns:
+          description: The RDMA subsystem's network namespace mode.
+          type: dict
+          contains:
+            live:
+              description: V(shared) or V(exclusive) from C(rdma system); null when it cannot be read.
+              type: str
+            live_error:
+              description: Why the live mode could not be read (no C(rdma) tool, no RDMA netlink in the kernel).
+              type: str
+            copy_on_fork:
+              description: The C(copy-on-fork) flag of C(rdma system), when printed.
+              type: bool
+            persisted:
+              description: The mode of the last C(options ib_core netns_mode=) in modprobe.d; null when not set
+                (the kernel default is shared).
+              type: str
+            persisted_file:
+              description: The modprobe.d file that sets it.
+              type: str
+        memory_peers:
+          description: Peer-memory clients registered with the OFED core and their versions
+            (C(/sys/kernel/mm/memory_peers/NAME/version)); C(nv_mem) is GPUDirect RDMA's.
+          type: dict
+          sample: {nv_mem: "1.3"}
+'''
+
+import glob
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
+    RDMA_CORE_MODULES, DriverError, kernel_modules, kernels_with_ofed, loaded_module, memory_peers,
+    netns_mode_from_option, ofed_state, parse_modprobe_option, parse_ofed_info, parse_rdma_system)
+
+_COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C'}
+
+
+def read_ofed(module):
+    path = module.params['ofed_info_path'] or module.get_bin_path('ofed_info', opt_dirs=['/usr/bin'])
+    if not path:
+        return None
+    rc, out, err = module.run_command([path, '-s'], environ_update=_COMMAND_ENV)
+    if rc != 0:
+        module.warn('%s -s failed (rc=%d): %s; OFED reported as not installed.' % (path, rc, (err or out).strip()))
+        return None
+    return parse_ofed_info(out)
+
+
+def read_netns(module):
+    result = dict(live=None, live_error=None, copy_on_fork=None, persisted=None, persisted_file=None)
+    for path in sorted(glob.glob(os.path.join(module.params['modprobe_dir'], '*.conf'))):
+        with open(path) as handle:
+            value = parse_modprobe_option(handle.read(), 'ib_core', 'netns_mode')
+        if value is not None:
+            result['persisted'] = netns_mode_from_option(value)
+            result['persisted_file'] = path
+    rdma = module.params['rdma_path'] or module.get_bin_path('rdma', opt_dirs=['/opt/mellanox/iproute2/sbin', '/sbin'])
+    if not rdma:
+        result['live_error'] = 'the iproute2 rdma tool is not installed'
+        return result
+    rc, out, err = module.run_command([rdma, 'system'], environ_update=_COMMAND_ENV)
+    if rc != 0:
+        result['live_error'] = '%s system failed (rc=%d): %s' % (rdma, rc, (err or out).strip())
+        return result
+    try:
+        live = parse_rdma_system(out)
+    except DriverError as exc:
+        result['live_error'] = str(exc)
+        return result
+    result['live'] = live['netns']
+    result['copy_on_fork'] = live['copy_on_fork']
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            modules=dict(type='list', elements='str', default=[]),
+            kernel=dict(type='str'),
+            modules_root=dict(type='path', default='/lib/modules'),
+            sysfs_root=dict(type='path', default='/sys'),
+            modprobe_dir=dict(type='path', default='/etc/modprobe.d'),
+            ofed_info_path=dict(type='path'),
+            rdma_path=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    kernel = params['kernel'] or platform.release()
+    names = list(RDMA_CORE_MODULES) + [name for name in params['modules'] if name not in RDMA_CORE_MODULES]
+    modules, dep_found = kernel_modules(params['modules_root'], kernel, names)
+    for name, entry in modules.items():
+        entry.update(loaded_module(params['sysfs_root'], name))
+    ofed = ofed_state(read_ofed(module), kernel, modules, kernels_with_ofed(params['modules_root']),
+                      params['sysfs_root'])
+    facts = dict(kernel=kernel, modules_dep_found=dep_found, ofed=ofed, modules=modules, netns=read_netns(module),
+                 memory_peers=memory_peers(params['sysfs_root']))
+    module.exit_json(changed=False, ansible_facts=dict(rdma_driver=facts))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
+    DriverError,
+    analyse_installer_output,
+    explain_modprobe_failure,
+    kernel_mismatch_message,
+    kernel_modules,
+    kernels_with_ofed,
+    loaded_module,
+    memory_peers,
+    module_origin,
+    netns_mode_from_option,
+    netns_modprobe_conf,
+    normalize_ofed_version,
+    ofed_state,
+    parse_modprobe_option,
+    parse_modules_dep,
+    parse_ofed_info,
+    parse_rdma_system,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'driver')
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('text, flavor, version', [
+    ('MLNX_OFED_LINUX-23.10-1.1.9.0:\n', 'MLNX_OFED_LINUX', '23.10-1.1.9.0'),
+    ('OFED-internal-24.07-0.3.5.0.110:\n', 'OFED-internal', '24.07-0.3.5.0.110'),
+    ('\nMLNX_OFED_LINUX-4.9-7.1.0.0:', 'MLNX_OFED_LINUX', '4.9-7.1.0.0'),
+])
+def test_ofed_info_releases(text, flavor, version):
+    assert parse_ofed_info(text) == {'flavor': flavor, 'version': version}
+
+
+@pytest.mark.parametrize('text', ['', 'ofed_info: command not found', 'rdma-core-44.0'])
+def test_ofed_info_without_release(text):
+    assert parse_ofed_info(text) is None
+
+
+def test_wanted_version_may_carry_the_flavor():
+    assert normalize_ofed_version('MLNX_OFED_LINUX-24.01-0.3.3.1') == '24.01-0.3.3.1'
+    assert normalize_ofed_version('24.01-0.3.3.1:') == '24.01-0.3.3.1'
+    assert normalize_ofed_version('OFED-internal-25.01-0.6.0.0') == '25.01-0.6.0.0'
+
+
+def test_modules_dep_mofed_is_out_of_tree():
+    table = parse_modules_dep(fixture('modules.dep-ubuntu-mofed'))
+    assert table['mlx5_core'] == 'updates/dkms/mlx5_core.ko'
+    assert table['nvidia_peermem'] == 'updates/dkms/nvidia-peermem.ko'  # dash in the file name
+    assert module_origin(table['mlx5_ib']) == 'ofed'
+    assert 'rdma_cm' not in table  # only listed as a dependency
+
+
+def test_modules_dep_inbox_compressed():
+    table = parse_modules_dep(fixture('modules.dep-debian-inbox'))
+    assert table['mlx5_core'].endswith('mlx5_core.ko.xz')
+    assert module_origin(table['rdma_ucm']) == 'inbox'
+
+
+def test_modules_dep_old_absolute_paths():
+    table = parse_modules_dep('/lib/modules/3.10.0-1160.el7.x86_64/extra/mlnx-ofa_kernel/drivers/net/ethernet/'
+                              'mellanox/mlx5/core/mlx5_core.ko: /lib/modules/3.10.0-1160.el7.x86_64/extra/x.ko\n')
+    assert table['mlx5_core'].startswith('extra/mlnx-ofa_kernel/')
+    assert module_origin(table['mlx5_core']) == 'ofed'
+
+
+def test_module_origin_other_and_missing():
+    assert module_origin('misc/vendor.ko') == 'other'
+    assert module_origin(None) is None
+
+
+def _kernel_tree(root, kernel, dep):
+    path = root / 'lib' / 'modules' / kernel
+    path.mkdir(parents=True)
+    (path / 'modules.dep').write_text(dep)
+    return str(root / 'lib' / 'modules')
+
+
+def _sys_module(root, name, version=None, initstate='live'):
+    base = root / 'sys' / 'module' / name
+    base.mkdir(parents=True)
+    if version is not None:
+        (base / 'version').write_text(version + '\n')
+    if initstate is not None:
+        (base / 'initstate').write_text(initstate + '\n')
+
+
+def test_kernel_mismatch_after_upgrade(tmp_path):
+    modules_root = _kernel_tree(tmp_path, '5.15.0-91-generic', fixture('modules.dep-ubuntu-mofed'))
+    _kernel_tree(tmp_path, '5.15.0-105-generic', fixture('modules.dep-debian-inbox'))
+    modules, found = kernel_modules(modules_root, '5.15.0-105-generic', ['mlx5_core'])
+    assert found and modules['mlx5_core']['origin'] == 'inbox'
+    state = ofed_state({'flavor': 'MLNX_OFED_LINUX', 'version': '24.01-0.3.3.1'}, '5.15.0-105-generic', modules,
+                       kernels_with_ofed(modules_root), str(tmp_path / 'sys'))
+    assert state['kernel_mismatch'] is True and state['kernels'] == ['5.15.0-91-generic']
+    assert state['restart_pending'] is False  # nothing to restart into
+    message = kernel_mismatch_message(state, '5.15.0-105-generic')
+    assert '5.15.0-91-generic' in message and '5.15.0-105-generic' in message
+    assert 'ofed_add_kernel_support: true' in message and '--add-kernel-support' in message
+
+
+def test_restart_pending_until_the_installed_release_is_loaded(tmp_path):
+    modules_root = _kernel_tree(tmp_path, 'k1', fixture('modules.dep-ubuntu-mofed'))
+    modules, _found = kernel_modules(modules_root, 'k1', ['mlx5_core'])
+    ofed = {'flavor': 'MLNX_OFED_LINUX', 'version': '24.01-0.3.3.1'}
+    sysfs = str(tmp_path / 'sys')
+    state = ofed_state(ofed, 'k1', modules, ['k1'], sysfs)
+    assert state['kernel_mismatch'] is False and state['restart_pending'] is True
+    _sys_module(tmp_path, 'mlx5_core', version='23.10-1.1.9')
+    assert ofed_state(ofed, 'k1', modules, ['k1'], sysfs)['restart_pending'] is True  # the old release runs
+    (tmp_path / 'sys' / 'module' / 'mlx5_core' / 'version').write_text('24.01-0.3.3\n')
+    state = ofed_state(ofed, 'k1', modules, ['k1'], sysfs)
+    assert state['restart_pending'] is False and state['loaded_version'] == '24.01-0.3.3'
+
+
+def test_no_ofed_is_never_a_mismatch(tmp_path):
+    state = ofed_state(None, 'k1', {}, [], str(tmp_path))
+    assert state == {'installed': False, 'flavor': None, 'version': None, 'kernels': [], 'kernel_mismatch': False,
+                     'loaded_version': None, 'restart_pending': False}
+
+
+def test_missing_modules_dep(tmp_path):
+    modules, found = kernel_modules(str(tmp_path / 'none'), 'k1', ['mlx5_core'])
+    assert found is False and modules == {'mlx5_core': {'installed': False, 'path': None, 'origin': None}}
+    assert kernels_with_ofed(str(tmp_path / 'none')) == []
+
+
+def test_loaded_builtin_and_absent(tmp_path):
+    _sys_module(tmp_path, 'ib_core', initstate=None)  # built in: no initstate
+    _sys_module(tmp_path, 'nvidia_peermem', version='560.35.03')
+    sysfs = str(tmp_path / 'sys')
+    assert loaded_module(sysfs, 'ib_core') == {'loaded': True, 'builtin': True, 'version': None}
+    assert loaded_module(sysfs, 'nvidia_peermem') == {'loaded': True, 'builtin': False, 'version': '560.35.03'}
+    assert loaded_module(sysfs, 'gdrdrv') == {'loaded': False, 'builtin': False, 'version': None}
+
+
+def test_memory_peers(tmp_path):
+    base = tmp_path / 'kernel' / 'mm' / 'memory_peers' / 'nv_mem'
+    base.mkdir(parents=True)
+    (base / 'version').write_text('1.3\n')
+    assert memory_peers(str(tmp_path)) == {'nv_mem': '1.3'}
+    assert memory_peers(str(tmp_path / 'nothing')) == {}
+
+
+def test_rdma_system_recorded_in_seed_001(recorded):
+    assert parse_rdma_system(recorded('seed001-rdma-system.txt')) == {'netns': 'shared', 'copy_on_fork': True}
+
+
+def test_rdma_system_older_iproute2_and_exclusive():
+    assert parse_rdma_system('netns exclusive\n') == {'netns': 'exclusive', 'copy_on_fork': None}
+
+
+def test_rdma_system_garbage():
+    with pytest.raises(DriverError, match='no netns mode'):
+        parse_rdma_system('Failed to open NETLINK_RDMA socket')
+
+
+def test_modprobe_option_last_wins_and_comments():
+    text = ('# options ib_core netns_mode=1\n'
+            'options ib_core netns_mode=1\n'
+            'options mlx5_core prof_sel=2\n'
+            'options ib-core foo=bar netns_mode=0  # exclusive for SR-IOV\n')
+    assert parse_modprobe_option(text, 'ib_core', 'netns_mode') == '0'
+    assert parse_modprobe_option(text, 'ib_core', 'missing') is None
+    assert netns_mode_from_option('0') == 'exclusive' and netns_mode_from_option('1') == 'shared'
+    assert netns_mode_from_option('2') is None
+
+
+def test_netns_conf_round_trip():
+    for mode in ('shared', 'exclusive'):
+        text = netns_modprobe_conf(mode)
+        assert netns_mode_from_option(parse_modprobe_option(text, 'ib_core', 'netns_mode')) == mode
+    with pytest.raises(DriverError, match='shared or exclusive'):
+        netns_modprobe_conf('isolated')
+
+
+def test_installer_output_asks_for_initramfs_and_restart():
+    out = ('Installation passed successfully\n'
+           'You may need to update your initramfs before next boot. To do that, run:\n\n   update-initramfs -u\n'
+           'To load the new driver, run:\n/etc/init.d/openibd restart\n')
+    assert analyse_installer_output(out) == {'initramfs_update': True, 'driver_restart': True,
+                                             'kernel_unsupported': False}
+
+
+def test_installer_output_unsupported_kernel():
+    out = ('The 5.15.0-105-generic kernel is installed, MLNX_OFED_LINUX does not have drivers available for this '
+           'kernel.\nYou can run mlnxofedinstall with the --add-kernel-support option to generate MLNX_OFED_LINUX '
+           'package with drivers for this kernel.\n')
+    assert analyse_installer_output(out)['kernel_unsupported'] is True
+    assert analyse_installer_output('Installation passed successfully') == {
+        'initramfs_update': False, 'driver_restart': False, 'kernel_unsupported': False}
+
+
+@pytest.mark.parametrize('stderr', [
+    "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument",
+    'nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)',
+])
+def test_modprobe_failure_symbol_mismatch(stderr):
+    message = explain_modprobe_failure('nvidia_peermem', stderr)
+    assert 'different RDMA core' in message and 'useHostMofed' in message
+    assert 'Reinstall or rebuild the NVIDIA driver' in message and stderr in message
+
+
+def test_modprobe_failure_not_installed():
+    message = explain_modprobe_failure(
+        'gdrdrv', 'modprobe: FATAL: Module gdrdrv not found in directory /lib/modules/6.1.0-18-amd64')
+    assert 'not installed for the running kernel' in message and 'gdrcopy' in message
+
+
+def test_modprobe_failure_other():
+    assert explain_modprobe_failure('gdrdrv', 'Operation not permitted').endswith('See `dmesg | tail` on the node.')
