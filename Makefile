@@ -12,7 +12,7 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpunet/rdma
 SANITY_ROOT := $(BUILD)/sanity/ansible_collections/gpunet/rdma
 LAB_FIXTURES := $(BUILD)/lab-fixtures
-APT_PACKAGES := podman runc debootstrap rsync git shellcheck mstflint containerd uidmap slirp4netns fuse-overlayfs
+APT_PACKAGES := podman runc debootstrap rsync git shellcheck mstflint containerd uidmap slirp4netns fuse-overlayfs genisoimage
 
 # The venv's tools first; the collection visible to Ansible as gpunet.rdma; its
 # dependencies come from the `ansible` package inside the venv.
@@ -46,7 +46,7 @@ help:
 
 # ------------------------------------------------------------------ set-up
 apt: $(BUILD)/apt.stamp
-$(BUILD)/apt.stamp:
+$(BUILD)/apt.stamp: Makefile
 	@mkdir -p $(BUILD)
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

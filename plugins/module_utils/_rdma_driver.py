@@ -45,15 +45,6 @@ def parse_ofed_info(text):
     return None
 
 
-def normalize_ofed_version(value):
-    """``MLNX_OFED_LINUX-24.01-0.3.3.1`` or ``24.01-0.3.3.1:`` -> ``24.01-0.3.3.1``."""
-    value = (value or '').strip()
-    parsed = parse_ofed_info(value)
-    if parsed:
-        return parsed['version']
-    return value.rstrip(':')
-
-
 def module_name(path):
     """``kernel/drivers/.../mlx5_core.ko.xz`` -> ``mlx5_core`` (dashes become underscores, as modprobe does)."""
     return _MODULE_SUFFIX.sub('', os.path.basename(path)).replace('-', '_')
@@ -122,25 +113,6 @@ def netns_mode_from_option(value):
     return None
 
 
-def netns_modprobe_conf(mode):
-    """The modprobe.d file that makes ``mode`` survive a reboot or an ib_core reload."""
-    if mode not in NETNS_MODES:
-        raise DriverError('RDMA netns mode must be shared or exclusive, not %r' % (mode,))
-    return ('# Managed by gpunet.rdma (rdma_netns): RDMA subsystem network namespace mode %s.\n'
-            'options ib_core netns_mode=%d\n' % (mode, NETNS_MODES[mode]))
-
-
-def analyse_installer_output(text):
-    """What ``mlnxofedinstall`` asks the admin to do afterwards."""
-    text = text or ''
-    return dict(
-        initramfs_update=bool(re.search(r'update-initramfs|dracut -f|update your initramfs', text, re.I)),
-        driver_restart=bool(re.search(r'openibd restart|To load the new driver', text, re.I)),
-        kernel_unsupported='--add-kernel-support' in text and bool(
-            re.search(r'not supported|is intended for|does not have drivers', text, re.I)),
-    )
-
-
 def loaded_module(sysfs_root, name):
     """``/sys/module/NAME`` -> ``{loaded, builtin, version}``."""
     base = os.path.join(sysfs_root, 'module', name)
@@ -194,26 +166,30 @@ def ofed_state(ofed, kernel, modules, ofed_kernels, sysfs_root):
     """
     if not ofed:
         return dict(installed=False, flavor=None, version=None, kernels=ofed_kernels, kernel_mismatch=False,
-                    loaded_version=None, restart_pending=False)
+                    loaded_version=None, restart_pending=False, remedy=None)
     stack = modules.get(STACK_MODULE) or {}
     mismatch = stack.get('origin') != 'ofed'
     loaded = loaded_module(sysfs_root, STACK_MODULE)
     loaded_version = loaded['version']
     restart_pending = not mismatch and not (loaded['loaded'] and loaded_version
                                             and ofed['version'].startswith(loaded_version))
-    return dict(installed=True, flavor=ofed['flavor'], version=ofed['version'], kernels=ofed_kernels,
-                kernel_mismatch=mismatch, loaded_version=loaded_version, restart_pending=restart_pending)
+    state = dict(installed=True, flavor=ofed['flavor'], version=ofed['version'], kernels=ofed_kernels,
+                 kernel_mismatch=mismatch, loaded_version=loaded_version, restart_pending=restart_pending,
+                 remedy=None)
+    if mismatch:
+        state['remedy'] = kernel_mismatch_message(state, kernel)
+    return state
 
 
-def kernel_mismatch_message(ofed, kernel, iso_hint=''):
+def kernel_mismatch_message(ofed, kernel):
     """What to do when the installed OFED has no modules for the running kernel."""
     built = ', '.join(ofed.get('kernels') or []) or 'no installed kernel'
     return ('%s %s is installed, but its kernel modules were built for %s, not for the running kernel %s '
             '(a kernel upgrade?). Rebuild them for this kernel: set ofed_add_kernel_support: true to let the role run '
-            'mlnxofedinstall --add-kernel-support, or by hand: mount the ISO%s, run `mlnxofedinstall '
+            'mlnxofedinstall --add-kernel-support, or by hand: mount the ISO, run `mlnxofedinstall '
             '--add-kernel-support` (add your usual flags), then `/etc/init.d/openibd restart` or reboot. '
             'Alternatively boot the kernel OFED was built for.'
-            % (ofed.get('flavor') or 'OFED', ofed.get('version'), built, kernel, iso_hint))
+            % (ofed.get('flavor') or 'OFED', ofed.get('version'), built, kernel))
 
 
 def explain_modprobe_failure(module, text):

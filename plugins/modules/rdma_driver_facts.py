@@ -130,6 +130,9 @@ ansible_facts:
               description: OFED modules are installed for this kernel but not the ones loaded; restart the driver
                 (C(/etc/init.d/openibd restart)) or reboot.
               type: bool
+            remedy:
+              description: With RV(ansible_facts.rdma_driver.ofed.kernel_mismatch), what to do about it; null otherwise.
+              type: str
         modules:
           description: One entry per reported kernel module.
           type: dict

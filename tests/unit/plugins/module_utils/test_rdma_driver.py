@@ -11,7 +11,6 @@ import pytest
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
     DriverError,
-    analyse_installer_output,
     explain_modprobe_failure,
     kernel_mismatch_message,
     kernel_modules,
@@ -20,8 +19,6 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
     memory_peers,
     module_origin,
     netns_mode_from_option,
-    netns_modprobe_conf,
-    normalize_ofed_version,
     ofed_state,
     parse_modprobe_option,
     parse_modules_dep,
@@ -49,12 +46,6 @@ def test_ofed_info_releases(text, flavor, version):
 @pytest.mark.parametrize('text', ['', 'ofed_info: command not found', 'rdma-core-44.0'])
 def test_ofed_info_without_release(text):
     assert parse_ofed_info(text) is None
-
-
-def test_wanted_version_may_carry_the_flavor():
-    assert normalize_ofed_version('MLNX_OFED_LINUX-24.01-0.3.3.1') == '24.01-0.3.3.1'
-    assert normalize_ofed_version('24.01-0.3.3.1:') == '24.01-0.3.3.1'
-    assert normalize_ofed_version('OFED-internal-25.01-0.6.0.0') == '25.01-0.6.0.0'
 
 
 def test_modules_dep_mofed_is_out_of_tree():
@@ -108,7 +99,8 @@ def test_kernel_mismatch_after_upgrade(tmp_path):
                        kernels_with_ofed(modules_root), str(tmp_path / 'sys'))
     assert state['kernel_mismatch'] is True and state['kernels'] == ['5.15.0-91-generic']
     assert state['restart_pending'] is False  # nothing to restart into
-    message = kernel_mismatch_message(state, '5.15.0-105-generic')
+    message = state['remedy']
+    assert message == kernel_mismatch_message(state, '5.15.0-105-generic')
     assert '5.15.0-91-generic' in message and '5.15.0-105-generic' in message
     assert 'ofed_add_kernel_support: true' in message and '--add-kernel-support' in message
 
@@ -130,7 +122,7 @@ def test_restart_pending_until_the_installed_release_is_loaded(tmp_path):
 def test_no_ofed_is_never_a_mismatch(tmp_path):
     state = ofed_state(None, 'k1', {}, [], str(tmp_path))
     assert state == {'installed': False, 'flavor': None, 'version': None, 'kernels': [], 'kernel_mismatch': False,
-                     'loaded_version': None, 'restart_pending': False}
+                     'loaded_version': None, 'restart_pending': False, 'remedy': None}
 
 
 def test_missing_modules_dep(tmp_path):
@@ -178,31 +170,6 @@ def test_modprobe_option_last_wins_and_comments():
     assert parse_modprobe_option(text, 'ib_core', 'missing') is None
     assert netns_mode_from_option('0') == 'exclusive' and netns_mode_from_option('1') == 'shared'
     assert netns_mode_from_option('2') is None
-
-
-def test_netns_conf_round_trip():
-    for mode in ('shared', 'exclusive'):
-        text = netns_modprobe_conf(mode)
-        assert netns_mode_from_option(parse_modprobe_option(text, 'ib_core', 'netns_mode')) == mode
-    with pytest.raises(DriverError, match='shared or exclusive'):
-        netns_modprobe_conf('isolated')
-
-
-def test_installer_output_asks_for_initramfs_and_restart():
-    out = ('Installation passed successfully\n'
-           'You may need to update your initramfs before next boot. To do that, run:\n\n   update-initramfs -u\n'
-           'To load the new driver, run:\n/etc/init.d/openibd restart\n')
-    assert analyse_installer_output(out) == {'initramfs_update': True, 'driver_restart': True,
-                                             'kernel_unsupported': False}
-
-
-def test_installer_output_unsupported_kernel():
-    out = ('The 5.15.0-105-generic kernel is installed, MLNX_OFED_LINUX does not have drivers available for this '
-           'kernel.\nYou can run mlnxofedinstall with the --add-kernel-support option to generate MLNX_OFED_LINUX '
-           'package with drivers for this kernel.\n')
-    assert analyse_installer_output(out)['kernel_unsupported'] is True
-    assert analyse_installer_output('Installation passed successfully') == {
-        'initramfs_update': False, 'driver_restart': False, 'kernel_unsupported': False}
 
 
 @pytest.mark.parametrize('stderr', [

@@ -63,7 +63,8 @@ def test_facts_of_a_mofed_host(host, capsys):
     assert result['changed'] is False
     assert facts['ofed'] == {'installed': True, 'flavor': 'MLNX_OFED_LINUX', 'version': '24.01-0.3.3.1',
                              'kernels': ['5.15.0-91-generic'], 'kernel_mismatch': False,
-                             'loaded_version': '24.01-0.3.3', 'restart_pending': False}
+                             'loaded_version': '24.01-0.3.3', 'restart_pending': False,
+                             'remedy': None}
     assert facts['modules']['mlx5_core'] == {'installed': True, 'path': 'updates/dkms/mlx5_core.ko',
                                              'origin': 'ofed', 'loaded': True, 'builtin': False,
                                              'version': '24.01-0.3.3'}
