@@ -214,7 +214,31 @@ def firmware_state(record):
     }
 
 
-def build_fleet_report(results, all_hosts, firmware=None, runtime=None):
+def driver_state(ofed=None, netns=None, gpudirect=None):
+    """The driver stack of one host (state only): OFED, RDMA netns mode, GPUDirect; None when no stage ran."""
+    if not (ofed or netns or gpudirect):
+        return None
+    state = {'ofed': None, 'netns': None, 'gpudirect': None}
+    if ofed:
+        state['ofed'] = dict((key, ofed.get(key)) for key in (
+            'source', 'kernel', 'ofed_version', 'wanted_version', 'kernel_mismatch', 'restart_pending',
+            'missing_modules', 'devices'))
+    if netns:
+        state['netns'] = dict((key, netns.get(key)) for key in ('wanted', 'live', 'persisted', 'reboot_pending'))
+    if gpudirect:
+        modules = gpudirect.get('modules') or {}
+        state['gpudirect'] = {
+            'mode': gpudirect.get('mode'),
+            'load_skipped': gpudirect.get('load_skipped'),
+            'persisted': gpudirect.get('persisted') or [],
+            'loaded': sorted(name for name, module in modules.items() if module.get('loaded')),
+            'memory_peer_version': gpudirect.get('memory_peer_version'),
+            'gdrdrv_device': gpudirect.get('gdrdrv_device'),
+        }
+    return state
+
+
+def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None):
     """Assemble the fleet report from the per-host results.
 
     ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
@@ -222,11 +246,14 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None):
     ``all_hosts`` without a result failed or were unreachable before discovery.
     ``firmware`` lists the hosts' :func:`firmware_result` records, when the
     firmware stage ran; ``runtime`` the hosts' container runtime records
-    (``containerd_memlock_result``), when the runtime stage ran.
+    (``containerd_memlock_result``), when the runtime stage ran; ``ofed``, ``netns``
+    and ``gpudirect`` the driver stage records (``ofed_result``, ``rdma_netns_result``,
+    ``gpudirect_result``).
     """
     by_host = dict((r['host'], dict(r)) for r in results)
     firmware_by_host = dict((f['host'], f) for f in firmware or [])
     runtime_by_host = dict((r['host'], r) for r in runtime or [])
+    drivers_by_host = [dict((r['host'], r) for r in records or []) for records in (ofed, netns, gpudirect)]
     hosts = []
     for host in all_hosts:
         result = by_host.get(host)
@@ -236,6 +263,7 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None):
                       'problems': ['no facts: the host failed or was unreachable before discovery finished']}
         result['firmware'] = firmware_state(firmware_by_host.get(host))
         result['runtime'] = runtime_state(runtime_by_host.get(host))
+        result['drivers'] = driver_state(*[records.get(host) for records in drivers_by_host])
         hosts.append(result)
     hosts.sort(key=lambda r: r['host'])
     counts = dict((v, len([h for h in hosts if h['verdict'] == v])) for v in (PASS, FAIL, UNCHECKED, MISSING))
@@ -253,9 +281,16 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None):
             'firmware_pending_hosts': [h['host'] for h in hosts if h['firmware'] and h['firmware']['reboot_required']],
             'runtime_restart_pending_hosts': [h['host'] for h in hosts
                                               if h['runtime'] and h['runtime']['restart_pending']],
+            'driver_restart_pending_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'restart_pending')],
+            'driver_kernel_mismatch_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'kernel_mismatch')],
+            'netns_reboot_pending_hosts': [h['host'] for h in hosts if _driver(h, 'netns', 'reboot_pending')],
         },
         'hosts': hosts,
     }
+
+
+def _driver(host, stage, key):
+    return ((host.get('drivers') or {}).get(stage) or {}).get(key)
 
 
 def _cell(value):
@@ -319,6 +354,66 @@ def _firmware_section(report):
                     '| --- | --- | --- | --- | --- | --- | --- |'] + rows
 
 
+def _ofed_cell(ofed):
+    if not ofed:
+        return '-'
+    if ofed['source'] == 'inbox':
+        text = 'inbox rdma-core'
+    else:
+        text = '%s %s' % (ofed['source'], ofed['ofed_version'] or 'not installed')
+        if ofed['wanted_version'] and ofed['wanted_version'] != ofed['ofed_version']:
+            text += ' (wanted %s)' % ofed['wanted_version']
+    if ofed['missing_modules']:
+        text += '; missing modules: %s' % ', '.join(ofed['missing_modules'])
+    return text
+
+
+def _netns_cell(netns):
+    if not netns:
+        return '-'
+    return '%s / %s' % (netns['live'] or 'unknown', netns['persisted'] or 'default (shared)')
+
+
+def _gpudirect_cell(gpudirect):
+    if not gpudirect:
+        return '-'
+    if gpudirect['mode'] == 'gpu_operator':
+        return 'GPU Operator'
+    if gpudirect['load_skipped']:
+        return 'persisted %s (load skipped)' % ', '.join(gpudirect['persisted'])
+    text = 'loaded %s' % (', '.join(gpudirect['loaded']) or 'none')
+    if gpudirect['memory_peer_version']:
+        text += ', nv_mem %s' % gpudirect['memory_peer_version']
+    return text
+
+
+def _drivers_status(drivers):
+    ofed, netns = drivers.get('ofed') or {}, drivers.get('netns') or {}
+    status = []
+    if ofed.get('kernel_mismatch'):
+        status.append('OFED has no modules for this kernel')
+    if ofed.get('restart_pending'):
+        status.append('driver restart or reboot pending')
+    if netns.get('reboot_pending'):
+        status.append('netns %s after reboot' % netns['wanted'])
+    return '; '.join(status) or 'as wanted'
+
+
+def _drivers_section(report):
+    hosts = [h for h in report['hosts'] if h.get('drivers')]
+    if not hosts:
+        return []
+    lines = ['', '## Drivers', '',
+             '| host | kernel | OFED | RDMA netns (live / persisted) | GPUDirect | status |',
+             '| --- | --- | --- | --- | --- | --- |']
+    for host in hosts:
+        drivers = host['drivers']
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+            host['host'], (drivers.get('ofed') or {}).get('kernel'), _ofed_cell(drivers.get('ofed')),
+            _netns_cell(drivers.get('netns')), _gpudirect_cell(drivers.get('gpudirect')), _drivers_status(drivers))))
+    return lines
+
+
 def render_markdown(report):
     """Render the fleet report as Markdown (stable output: same report, same bytes)."""
     summary = report['summary']
@@ -330,7 +425,10 @@ def render_markdown(report):
             summary['ports'], summary['active_ports']),
     ]
     pending = [('firmware changes wait for a firmware reset or reboot', summary.get('firmware_pending_hosts')),
-               ('container runtime waits for a restart', summary.get('runtime_restart_pending_hosts'))]
+               ('container runtime waits for a restart', summary.get('runtime_restart_pending_hosts')),
+               ('OFED driver waits for a restart or reboot', summary.get('driver_restart_pending_hosts')),
+               ('OFED needs a rebuild for the running kernel', summary.get('driver_kernel_mismatch_hosts')),
+               ('RDMA netns mode waits for a reboot', summary.get('netns_reboot_pending_hosts'))]
     lines += ['Pending: %s on %s.' % (what, ', '.join(hosts)) for what, hosts in pending if hosts]
     lines += [
         '',
@@ -358,6 +456,7 @@ def render_markdown(report):
                 host['host'], host['group'], port['device'], port['port'], _netdev_cell(port), _state_cell(port),
                 port.get('link_layer'), _rate_cell(port), verdict)))
     lines += _firmware_section(report)
+    lines += _drivers_section(report)
     failing = [h for h in report['hosts'] if h['problems']]
     lines += ['', '## Hosts that miss expectations', '']
     if not failing:

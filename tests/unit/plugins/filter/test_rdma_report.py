@@ -142,7 +142,9 @@ def test_fleet_report_summary(tmp_path, hardware):
     report = _fleet(tmp_path, hardware)
     assert report['summary'] == {'hosts': 4, 'pass': 2, 'fail': 1, 'unchecked': 0, 'no_facts': 1, 'ports': 7,
                                  'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
-                                 'firmware_pending_hosts': [], 'runtime_restart_pending_hosts': []}
+                                 'firmware_pending_hosts': [], 'runtime_restart_pending_hosts': [],
+                                 'driver_restart_pending_hosts': [], 'driver_kernel_mismatch_hosts': [],
+                                 'netns_reboot_pending_hosts': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
@@ -161,6 +163,7 @@ def test_markdown_report(tmp_path, hardware):
     assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | - | FAIL |') in lines
     assert not [line for line in lines if line.startswith('Pending:')]
     assert '## Firmware' not in text  # the firmware stage did not run
+    assert '## Drivers' not in text  # nor the driver stage
     failing = text.split('## Hosts that miss expectations')[1]
     assert '- **lab-v100-9** (ib_v100):' in failing
     assert '- **lab-gone** (no group):' in failing
@@ -265,3 +268,72 @@ def test_report_shows_the_container_runtime_state():
     runtime['restart_pending'] = False
     assert '| containerd memlock unlimited | UNCHECKED |' in rdma_report_markdown(
         rdma_fleet_report([discovery], ['n1'], runtime=[runtime]))
+
+
+# ------------------------------------------------------------------ drivers
+
+def _driver_records(host, **changes):
+    ofed = {'host': host, 'source': 'mlnx_iso', 'kernel': '5.15.0-105-generic', 'ofed_version': '24.01-0.3.3.1',
+            'wanted_version': '24.01-0.3.3.1', 'kernel_mismatch': False, 'restart_pending': False,
+            'missing_modules': [], 'devices': 2}
+    netns = {'host': host, 'wanted': 'shared', 'live': 'shared', 'live_error': None, 'persisted': 'shared',
+             'persisted_file': '/etc/modprobe.d/gpunet-rdma-netns.conf', 'reboot_pending': False}
+    gpudirect = {'host': host, 'mode': 'host', 'load_skipped': False, 'persisted': ['nvidia_peermem'],
+                 'modules': {'nvidia_peermem': {'installed': True, 'loaded': True}}, 'memory_peer_version': '1.3',
+                 'gdrdrv_device': None}
+    for key, value in changes.items():
+        stage, field = key.split('__')
+        {'ofed': ofed, 'netns': netns, 'gpudirect': gpudirect}[stage][field] = value
+    return ofed, netns, gpudirect
+
+
+def _drivers_report(*hosts):
+    results, ofed, netns, gpudirect = [], [], [], []
+    for name, changes in hosts:
+        discovery = check([], [])
+        discovery.update({'host': name, 'source': 'sysfs', 'devices': []})
+        results.append(discovery)
+        records = _driver_records(name, **changes)
+        for target, record in zip((ofed, netns, gpudirect), records):
+            target.append(record)
+    return rdma_fleet_report(results, [name for name, _changes in hosts], ofed=ofed, netns=netns, gpudirect=gpudirect)
+
+
+def test_report_shows_the_driver_stack():
+    report = _drivers_report(('n1', {}), ('n2', {'ofed__restart_pending': True, 'netns__live': 'exclusive',
+                                                 'netns__reboot_pending': True}),
+                             ('n3', {'ofed__kernel_mismatch': True, 'ofed__missing_modules': ['mlx5_ib'],
+                                     'gpudirect__mode': 'gpu_operator'}))
+    assert report['hosts'][0]['drivers'] == {
+        'ofed': {'source': 'mlnx_iso', 'kernel': '5.15.0-105-generic', 'ofed_version': '24.01-0.3.3.1',
+                 'wanted_version': '24.01-0.3.3.1', 'kernel_mismatch': False, 'restart_pending': False,
+                 'missing_modules': [], 'devices': 2},
+        'netns': {'wanted': 'shared', 'live': 'shared', 'persisted': 'shared', 'reboot_pending': False},
+        'gpudirect': {'mode': 'host', 'load_skipped': False, 'persisted': ['nvidia_peermem'],
+                      'loaded': ['nvidia_peermem'], 'memory_peer_version': '1.3', 'gdrdrv_device': None}}
+    summary = report['summary']
+    assert summary['driver_restart_pending_hosts'] == ['n2']
+    assert summary['driver_kernel_mismatch_hosts'] == ['n3']
+    assert summary['netns_reboot_pending_hosts'] == ['n2']
+    text = rdma_report_markdown(report)
+    assert '| host | kernel | OFED | RDMA netns (live / persisted) | GPUDirect | status |' in text
+    assert ('| n1 | 5.15.0-105-generic | mlnx_iso 24.01-0.3.3.1 | shared / shared | loaded nvidia_peermem, nv_mem 1.3 '
+            '| as wanted |') in text
+    assert ('| n2 | 5.15.0-105-generic | mlnx_iso 24.01-0.3.3.1 | exclusive / shared | loaded nvidia_peermem, '
+            'nv_mem 1.3 | driver restart or reboot pending; netns shared after reboot |') in text
+    assert ('| n3 | 5.15.0-105-generic | mlnx_iso 24.01-0.3.3.1; missing modules: mlx5_ib | shared / shared '
+            '| GPU Operator | OFED has no modules for this kernel |') in text
+    assert 'Pending: OFED driver waits for a restart or reboot on n2.' in text
+    assert 'Pending: OFED needs a rebuild for the running kernel on n3.' in text
+    assert 'Pending: RDMA netns mode waits for a reboot on n2.' in text
+
+
+def test_report_of_an_inbox_host_in_a_container():
+    report = _drivers_report(('lab', {'ofed__source': 'inbox', 'ofed__ofed_version': None, 'ofed__wanted_version': None,
+                                      'ofed__devices': None, 'netns__live': None, 'netns__persisted': 'shared',
+                                      'gpudirect__load_skipped': True,
+                                      'gpudirect__persisted': ['nvidia_peermem', 'gdrdrv']}))
+    text = rdma_report_markdown(report)
+    assert ('| lab | 5.15.0-105-generic | inbox rdma-core | unknown / shared | persisted nvidia_peermem, gdrdrv '
+            '(load skipped) | as wanted |') in text
+    assert rdma_report_markdown(report) == rdma_report_markdown(json.loads(render_json(report)))

@@ -188,5 +188,11 @@ def test_modprobe_failure_not_installed():
     assert 'not installed for the running kernel' in message and 'gdrcopy' in message
 
 
+def test_modprobe_failure_without_module_support():
+    message = explain_modprobe_failure('nvidia_peermem', "[Errno 2] No such file or directory: '/proc/modules'")
+    assert 'no loadable module support, or this is a container' in message
+    assert 'gpudirect_load_modules: false' in message
+
+
 def test_modprobe_failure_other():
     assert explain_modprobe_failure('gdrdrv', 'Operation not permitted').endswith('See `dmesg | tail` on the node.')
