@@ -41,6 +41,18 @@ def test_gdrcopy_built_once_for_the_running_kernel():
     assert host.file('/usr/local/include/gdrapi.h').is_file
 
 
+def test_gdrcopy_from_packages():
+    host = node('gpd-package')
+    assert host.package('gdrdrv-dkms').is_installed and host.package('libgdrapi').is_installed
+    kernel = host.check_output('uname -r')
+    assert 'updates/dkms/gdrdrv.ko:' in host.file('/lib/modules/%s/modules.dep' % kernel).content_string.splitlines()
+    dkms = host.file('/var/log/gpunet-test-doubles/dkms.calls').content_string.splitlines()
+    assert len(dkms) == 1 and dkms[0].startswith('gdrdrv-dkms postinst configure')
+    assert not host.file(MAKE_CALLS).exists
+    conf = host.file(MODULES_LOAD).content_string.splitlines()
+    assert conf[1:] == ['nvidia_peermem', 'gdrdrv']
+
+
 def test_operator_values_on_the_controller():
     with open(os.path.join(EPHEMERAL, 'gpu-operator-values.yaml')) as handle:
         values = yaml.safe_load(handle)

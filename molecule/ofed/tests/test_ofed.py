@@ -10,12 +10,14 @@ update would show up here.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
 import testinfra
 
 SCENARIO = os.environ['MOLECULE_SCENARIO_DIRECTORY']
+EPHEMERAL = os.environ['MOLECULE_EPHEMERAL_DIRECTORY']
 INVENTORY = os.environ['MOLECULE_INVENTORY_FILE']
 CALLS = '/var/log/gpunet-test-doubles/%s.calls'
 MOUNT_POINT = '/mnt/gpunet-mlnx-ofed'
@@ -29,6 +31,11 @@ def node(name):
 def calls(host, tool):
     path = CALLS % tool
     return host.file(path).content_string.splitlines() if host.file(path).exists else []
+
+
+def result(name):
+    with open(os.path.join(EPHEMERAL, 'result-%s.json' % name)) as handle:
+        return json.load(handle)
 
 
 def module_path(host, module):
@@ -71,6 +78,29 @@ def test_iso_node_netns_shared_persisted():
     assert 'options ib_core netns_mode=1' in lines
 
 
+def test_netns_unknown_live_mode_is_reported_not_guessed():
+    netns = result('ofed-inbox')['netns']
+    assert netns['wanted'] == 'exclusive' and netns['persisted'] == 'exclusive' and netns['live'] is None
+    assert 'NETLINK_RDMA' in netns['live_error'] and netns['reboot_pending'] is False
+
+
+def test_netns_switched_live_once():
+    host = node('ofed-doca')
+    assert host.file('/opt/gpunet-test/rdma-netns').content_string.strip() == 'exclusive'
+    assert [line for line in calls(host, 'rdma') if ' set ' in line] == ['rdma system set netns exclusive']
+    netns = result('ofed-doca')['netns']
+    assert netns['live'] == 'exclusive' and netns['reboot_pending'] is False
+
+
+def test_netns_refused_live_waits_for_reboot():
+    host = node('ofed-rebuild')
+    assert not host.file('/opt/gpunet-test/rdma-netns').exists  # still the kernel default, shared
+    netns = result('ofed-rebuild')['netns']
+    assert netns['live'] == 'shared' and netns['persisted'] == 'exclusive' and netns['reboot_pending'] is True
+    assert netns['live_error'] == 'error: Device or resource busy'
+    assert 'options ib_core netns_mode=0' in host.file('/etc/modprobe.d/gpunet-rdma-netns.conf').content_string
+
+
 # ---------------------------------------------------------------- MLNX_OFED ISO
 
 def test_iso_installer_ran_once_from_the_mount_with_the_flags():
@@ -92,6 +122,12 @@ def test_iso_release_and_modules_installed():
         assert module_path(host, module) == 'updates/dkms/%s.ko' % module
 
 
+def test_iso_result_after_the_restart():
+    ofed = result('ofed-iso')['ofed']
+    assert ofed['ofed_version'] == ofed['wanted_version'] == '24.01-0.3.3.1'
+    assert ofed['restart_pending'] is False and ofed['kernel_mismatch'] is False and ofed['missing_modules'] == []
+
+
 def test_iso_initramfs_updated_and_driver_restarted_once():
     host = node('ofed-iso')
     kernel = host.check_output('uname -r')
@@ -108,6 +144,13 @@ def test_rebuild_for_the_running_kernel_once_without_restart():
     assert calls(host, 'mlnxofedinstall') == ['%s/mlnxofedinstall %s --add-kernel-support' % (MOUNT_POINT, FLAGS)]
     assert module_path(host, 'mlx5_core') == 'updates/dkms/mlx5_core.ko'
     assert calls(host, 'openibd') == []  # ofed_restart_driver is false: the restart stays pending
+    assert result('ofed-rebuild')['ofed']['restart_pending'] is True
+
+
+def test_rebuild_downloaded_the_iso_by_url():
+    host = node('ofed-rebuild')
+    assert host.file('/var/cache/gpunet-rdma/mlnx-ofed.iso').sha256sum == \
+        host.file('/srv/mirror/MLNX_OFED_LINUX-24.01-0.3.3.1-test-double.iso').sha256sum
 
 
 def test_kernel_mismatch_refused_without_add_kernel_support():
