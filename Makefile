@@ -20,6 +20,8 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export LAB_FIXTURES
+# The upstream CRD schemas the Kubernetes objects are validated against (tests skip, saying why, without them).
+export GPUNET_CRDS_DIR ?= $(abspath $(wildcard $(CURDIR)/../shared/crds))
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
 export PYTHONDONTWRITEBYTECODE := 1
 # Plain logs for CI.
