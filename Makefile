@@ -124,4 +124,4 @@ build: venv
 	ansible-galaxy collection build --force --output-path $(BUILD)/dist
 
 clean: lab-clean
-	rm -rf $(BUILD) $(VENV) rdma-report tests/output
+	rm -rf $(BUILD) $(VENV) rdma-report rdma-manifests tests/output

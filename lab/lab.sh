@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 image="${LAB_BASE_IMAGE:-localhost/gpunet-lab-base:bookworm}"
 inventory="inventory/lab"
 report_dir="${LAB_REPORT_DIR:-$PWD/rdma-report}"
+manifest_dir="${LAB_MANIFEST_DIR:-$PWD/rdma-manifests}"
 
 lab_nodes() {
   ansible-inventory -i "$inventory" --list \
@@ -46,7 +47,14 @@ run() {
   up
   ansible-playbook -i "$inventory" lab/prepare.yml
   rc=0
-  ansible-playbook -i "$inventory" playbooks/site.yml -e "rdma_discovery_report_dir=$report_dir" || rc=$?
+  # The cluster stage renders (no API server here) and validates against the upstream CRDs.
+  skip=()
+  if [ ! -d "${GPUNET_CRDS_DIR:-}" ]; then
+    echo "lab: GPUNET_CRDS_DIR is not set to the upstream CRDs (../shared/crds): skipping the cluster stage"
+    skip=(-e gpunet_rdma_cluster=false)
+  fi
+  ansible-playbook -i "$inventory" playbooks/site.yml "${skip[@]}" -e "rdma_discovery_report_dir=$report_dir" \
+    -e "network_operator_manifest_dir=$manifest_dir" || rc=$?
   echo
   if [ -f "$report_dir/rdma-fleet-report.md" ]; then
     cat "$report_dir/rdma-fleet-report.md"
@@ -59,6 +67,10 @@ run() {
       echo "lab: $node: a container started through containerd has ulimit -l = $(podman exec "$node" sh /opt/gpunet-lab/memlock-probe.sh) KiB"
     fi
   done
+  if [ -d "$manifest_dir" ] && [ ${#skip[@]} -eq 0 ]; then
+    echo "lab: Kubernetes manifests (helm values, NicClusterPolicy) rendered to $manifest_dir:"
+    find "$manifest_dir" -maxdepth 1 -type f -printf 'lab:   %f\n' | sort
+  fi
   echo "lab: nodes left running for inspection (podman exec -it lab-a100-1 bash); remove them with: make lab-clean"
   return "$rc"
 }

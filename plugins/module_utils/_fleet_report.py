@@ -238,7 +238,25 @@ def driver_state(ofed=None, netns=None, gpudirect=None):
     return state
 
 
-def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None):
+_CLUSTER_NODE_KEYS = ('node', 'group', 'resource', 'mofed_wait', 'allocatable', 'ok', 'problem')
+
+
+def cluster_state(record):
+    """The cluster stage record (``network_operator_result``) without what changes between runs."""
+    if not record:
+        return None
+    return {
+        'mode': record.get('mode'),
+        'release': record.get('release'),
+        'manifest_dir': record.get('manifest_dir'),
+        'resources': [dict((k, r.get(k)) for k in ('resource', 'group', 'hosts', 'if_names', 'link_types'))
+                      for r in record.get('resources') or []],
+        'nodes': [dict((k, n.get(k)) for k in _CLUSTER_NODE_KEYS) for n in record.get('nodes') or []],
+    }
+
+
+def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None,
+                       cluster=None):
     """Assemble the fleet report from the per-host results.
 
     ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
@@ -248,7 +266,7 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
     firmware stage ran; ``runtime`` the hosts' container runtime records
     (``containerd_memlock_result``), when the runtime stage ran; ``ofed``, ``netns``
     and ``gpudirect`` the driver stage records (``ofed_result``, ``rdma_netns_result``,
-    ``gpudirect_result``).
+    ``gpudirect_result``); ``cluster`` the cluster stage's ``network_operator_result``.
     """
     by_host = dict((r['host'], dict(r)) for r in results)
     firmware_by_host = dict((f['host'], f) for f in firmware or [])
@@ -284,8 +302,11 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
             'driver_restart_pending_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'restart_pending')],
             'driver_kernel_mismatch_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'kernel_mismatch')],
             'netns_reboot_pending_hosts': [h['host'] for h in hosts if _driver(h, 'netns', 'reboot_pending')],
+            'cluster_problem_nodes': [n['node'] for n in (cluster_state(cluster) or {}).get('nodes', [])
+                                      if not n['ok']],
         },
         'hosts': hosts,
+        'cluster': cluster_state(cluster),
     }
 
 
@@ -414,6 +435,28 @@ def _drivers_section(report):
     return lines
 
 
+def _cluster_section(report):
+    cluster = report.get('cluster')
+    if not cluster:
+        return []
+    where = ('rendered to %s' % cluster['manifest_dir']) if cluster['mode'] == 'render' else 'applied'
+    lines = ['', '## Kubernetes', '',
+             'NVIDIA Network Operator %s: helm values and objects %s.' % (cluster['release'], where), '',
+             '| resource | group | hosts | interfaces | link types |', '| --- | --- | --- | --- | --- |']
+    for resource in cluster['resources']:
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+            resource['resource'], resource['group'], len(resource['hosts'] or []),
+            ', '.join(resource['if_names'] or []), ', '.join(resource['link_types'] or []))))
+    if cluster['nodes']:
+        lines += ['', '| node | group | resource | mofed.wait | allocatable | status |',
+                  '| --- | --- | --- | --- | --- | --- |']
+        for node in cluster['nodes']:
+            lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+                node['node'], node['group'], node['resource'], node['mofed_wait'], node['allocatable'],
+                'ok' if node['ok'] else node['problem'])))
+    return lines
+
+
 def render_markdown(report):
     """Render the fleet report as Markdown (stable output: same report, same bytes)."""
     summary = report['summary']
@@ -428,7 +471,8 @@ def render_markdown(report):
                ('container runtime waits for a restart', summary.get('runtime_restart_pending_hosts')),
                ('OFED driver waits for a restart or reboot', summary.get('driver_restart_pending_hosts')),
                ('OFED needs a rebuild for the running kernel', summary.get('driver_kernel_mismatch_hosts')),
-               ('RDMA netns mode waits for a reboot', summary.get('netns_reboot_pending_hosts'))]
+               ('RDMA netns mode waits for a reboot', summary.get('netns_reboot_pending_hosts')),
+               ('RDMA resource not reported by Kubernetes', summary.get('cluster_problem_nodes'))]
     lines += ['Pending: %s on %s.' % (what, ', '.join(hosts)) for what, hosts in pending if hosts]
     lines += [
         '',
@@ -457,6 +501,7 @@ def render_markdown(report):
                 port.get('link_layer'), _rate_cell(port), verdict)))
     lines += _firmware_section(report)
     lines += _drivers_section(report)
+    lines += _cluster_section(report)
     failing = [h for h in report['hosts'] if h['problems']]
     lines += ['', '## Hosts that miss expectations', '']
     if not failing:

@@ -13,6 +13,11 @@ from __future__ import annotations
 import json
 import re
 
+try:
+    import netaddr
+except ImportError:  # pragma: no cover - reported by check_ip_networks
+    netaddr = None
+
 # The RDMA shared device plugin's link type names for the kernel's link layers.
 LINK_TYPES = {'InfiniBand': 'infiniband', 'Ethernet': 'ether'}
 RESOURCE_NAME = re.compile(r'^[a-zA-Z0-9_]+$')
@@ -130,3 +135,225 @@ def stale_resource_patch(node_status, names):
             if name in present:
                 operations.append({'op': 'remove', 'path': json_pointer('status', section, name)})
     return operations
+
+
+# The seed's driver container rollout: one node at a time, drained, no safe-load.
+DEFAULT_UPGRADE_POLICY = {
+    'autoUpgrade': True,
+    'maxParallelUpgrades': 1,
+    'safeLoad': False,
+    'drain': {'enable': True, 'force': True, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': True},
+}
+DEFAULT_OFED_PROBES = {
+    'startupProbe': {'initialDelaySeconds': 10, 'periodSeconds': 20},
+    'livenessProbe': {'initialDelaySeconds': 30, 'periodSeconds': 30},
+    'readinessProbe': {'initialDelaySeconds': 10, 'periodSeconds': 30},
+}
+
+
+def _image(component, what):
+    """``{repository, image, version}`` of a component; all three are needed by the older CRDs."""
+    missing = [key for key in ('repository', 'image', 'version') if not (component or {}).get(key)]
+    if missing:
+        raise NetworkOperatorError('%s needs %s (the container image to run)' % (what, ', '.join(missing)))
+    result = dict((key, component[key]) for key in ('repository', 'image', 'version'))
+    result['imagePullSecrets'] = list(component.get('image_pull_secrets') or [])
+    return result
+
+
+def sriov_device_plugin_config(resources):
+    """resourceList of the SR-IOV device plugin: ``[{resource_name, vendors?, devices?, is_rdma?}]``."""
+    resource_list = []
+    for resource in resources:
+        name = resource.get('resource_name')
+        if not name or not RESOURCE_NAME.match(str(name)):
+            raise NetworkOperatorError('SR-IOV resourceName %r must match ^[a-zA-Z0-9_]+$ (e.g. hostdev)' % (name,))
+        selectors = {'vendors': list(resource.get('vendors') or ['15b3']), 'isRdma': bool(resource.get('is_rdma', True))}
+        for key, field in (('devices', 'devices'), ('drivers', 'drivers'), ('pf_names', 'pfNames'),
+                           ('link_types', 'linkTypes')):
+            if resource.get(key):
+                selectors[field] = list(resource[key])
+        resource_list.append({'resourcePrefix': resource.get('resource_prefix', 'nvidia.com'), 'resourceName': name,
+                              'selectors': selectors})
+    return json.dumps({'resourceList': resource_list}, sort_keys=True)
+
+
+def nic_cluster_policy(release, rdma_groups, options):
+    """The NicClusterPolicy: shared device plugin from the groups' facts plus the optional components."""
+    spec = {}
+    plugin = options.get('rdma_shared_device_plugin') or {}
+    if rdma_groups:
+        _config, text = shared_device_plugin_config(rdma_groups, options.get('periodic_update_interval'))
+        spec['rdmaSharedDevicePlugin'] = dict(_image(plugin, 'rdma_shared_device_plugin'), config=text)
+    ofed = options.get('ofed_driver') or {}
+    if ofed:
+        driver = _image(ofed, 'ofed_driver')
+        driver.update({'forcePrecompiled': bool(ofed.get('force_precompiled', False)),
+                       'terminationGracePeriodSeconds': int(ofed.get('termination_grace_period_seconds', 300)),
+                       'upgradePolicy': ofed.get('upgrade_policy') or DEFAULT_UPGRADE_POLICY})
+        driver.update(DEFAULT_OFED_PROBES)
+        spec['ofedDriver'] = driver
+    sriov = options.get('sriov_device_plugin') or {}
+    if sriov:
+        spec['sriovDevicePlugin'] = dict(_image(sriov, 'sriov_device_plugin'),
+                                         config=sriov_device_plugin_config(sriov.get('resources') or []))
+    secondary = options.get('secondary_network') or {}
+    if secondary:
+        spec['secondaryNetwork'] = dict(
+            (field, _image(secondary[key], 'secondary_network.%s' % key))
+            for key, field in (('multus', 'multus'), ('cni_plugins', 'cniPlugins'), ('ipam_plugin', 'ipamPlugin'),
+                               ('ipoib', 'ipoib'))
+            if secondary.get(key))
+    if options.get('nv_ipam'):
+        spec['nvIpam'] = dict(_image(options['nv_ipam'], 'nv_ipam'),
+                              enableWebhook=bool(options['nv_ipam'].get('enable_webhook', False)))
+    if options.get('tolerations'):
+        spec['tolerations'] = merge_tolerations([], options['tolerations'])
+    if options.get('deployment_tolerations'):
+        spec['deploymentTolerations'] = merge_tolerations([], options['deployment_tolerations'])
+    if options.get('node_affinity'):
+        spec['nodeAffinity'] = options['node_affinity']
+    if not spec:
+        raise NetworkOperatorError('the NicClusterPolicy would be empty: no group with RDMA ports and no component')
+    release_gate(spec, release)
+    return {'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy',
+            'metadata': {'name': options.get('name') or 'nic-cluster-policy'}, 'spec': spec}
+
+
+def helm_values(release, options):
+    """The chart's values: NFD on or off, operator image mirror, pull secrets; nothing the chart does not know."""
+    parse_release(release)
+    values = {'nfd': {'enabled': bool(options.get('nfd_enabled', True))}}
+    operator = {}
+    if options.get('image_repository'):
+        operator['repository'] = options['image_repository']
+    if operator:
+        values['operator'] = operator
+    if options.get('image_pull_secrets'):
+        values['imagePullSecrets'] = list(options['image_pull_secrets'])
+    return values
+
+
+def check_ip_networks(networks):
+    """Whereabouts ranges of the secondary networks: valid, excludes and gateway inside, no overlap.
+
+    Whereabouts reads ``range`` as a start address with the network's prefix
+    (``192.168.2.152/27`` allocates .152 to the end of that /27), so the start need not be
+    the network address; everything else is checked against the /27 network.
+    """
+    if netaddr is None:
+        raise NetworkOperatorError('the netaddr Python package is needed on the controller (pip install netaddr)')
+    seen = []
+    for network in networks:
+        name = network.get('name')
+        try:
+            cidr = netaddr.IPNetwork(network['range'])
+        except (KeyError, ValueError, netaddr.AddrFormatError):
+            raise NetworkOperatorError('network %s: range %r is not an address/prefix such as 192.168.10.152/27'
+                                       % (name, network.get('range')))
+        block = cidr.cidr
+        for excluded in network.get('exclude') or []:
+            try:
+                excluded_net = netaddr.IPNetwork(excluded)
+            except (ValueError, netaddr.AddrFormatError):
+                raise NetworkOperatorError('network %s: exclude %r is not an address/prefix' % (name, excluded))
+            if excluded_net not in block:
+                raise NetworkOperatorError('network %s: exclude %s is outside the range %s (network %s)'
+                                           % (name, excluded, network['range'], block))
+        gateway = network.get('gateway')
+        if gateway:
+            try:
+                inside = netaddr.IPAddress(gateway) in block
+            except (ValueError, netaddr.AddrFormatError):
+                inside = False
+            if not inside:
+                raise NetworkOperatorError('network %s: gateway %s is not inside %s' % (name, gateway, block))
+        for other_name, other in seen:
+            if block.first <= other.last and other.first <= block.last:
+                raise NetworkOperatorError('networks %s (%s) and %s (%s) overlap' % (other_name, other, name, block))
+        seen.append((name, block))
+
+
+def whereabouts_ipam(network):
+    """The IPAM JSON string of a HostDeviceNetwork using whereabouts (as in the seed)."""
+    ipam = {'type': 'whereabouts', 'datastore': 'kubernetes',
+            'kubernetes': {'kubeconfig': '/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig'},
+            'range': network['range'], 'log_file': '/var/log/whereabouts.log', 'log_level': 'info'}
+    if network.get('exclude'):
+        ipam['exclude'] = list(network['exclude'])
+    if network.get('gateway'):
+        ipam['gateway'] = network['gateway']
+    return json.dumps(ipam, sort_keys=True)
+
+
+def host_device_networks(networks):
+    """HostDeviceNetwork objects (cluster scoped) for ``[{name, namespace, resource_name, ipam, range, ...}]``."""
+    check_ip_networks([n for n in networks if n.get('ipam', 'whereabouts') == 'whereabouts'])
+    objects = []
+    for network in networks:
+        if network.get('ipam', 'whereabouts') == 'whereabouts':
+            ipam = whereabouts_ipam(network)
+        elif network.get('ipam') == 'nv-ipam':
+            if not network.get('pool'):
+                raise NetworkOperatorError('network %s: nv-ipam needs pool (the nv-ipam IPPool name)' % network.get('name'))
+            ipam = json.dumps({'type': 'nv-ipam', 'poolName': network['pool']}, sort_keys=True)
+        else:
+            raise NetworkOperatorError('network %s: ipam must be whereabouts or nv-ipam' % network.get('name'))
+        objects.append({'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'HostDeviceNetwork',
+                        'metadata': {'name': network['name']},
+                        'spec': {'networkNamespace': network.get('namespace', 'default'),
+                                 'resourceName': network.get('resource_name', 'hostdev'), 'ipam': ipam}})
+    return objects
+
+
+MOFED_WAIT_LABEL = 'network.nvidia.com/operator.mofed.wait'
+
+
+def daemonsets_not_ready(daemonsets):
+    """Names of DaemonSets whose pods are not all ready (``kubectl get ds`` READY < DESIRED)."""
+    waiting = []
+    for daemonset in daemonsets or []:
+        status = daemonset.get('status') or {}
+        desired = status.get('desiredNumberScheduled')
+        if desired is None or status.get('numberReady', 0) < desired or \
+                status.get('updatedNumberScheduled', desired) < desired:
+            waiting.append((daemonset.get('metadata') or {}).get('name'))
+    return waiting
+
+
+def _node_for(host, nodes_by_name):
+    for name in (host, host.split('.')[0]):
+        if name in nodes_by_name:
+            return nodes_by_name[name]
+    return None
+
+
+def node_resources(resources, nodes):
+    """Per node of each RDMA group: the mofed.wait label and the group's resource in allocatable."""
+    nodes_by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes or [])
+    rows = []
+    for resource in resources:
+        for host in resource.get('hosts') or []:
+            node = _node_for(host, nodes_by_name)
+            row = {'node': host, 'group': resource.get('group'), 'resource': resource['resource'], 'mofed_wait': None,
+                   'allocatable': None, 'ok': False, 'problem': None}
+            if node is None:
+                row['problem'] = 'no Kubernetes node of that name'
+                rows.append(row)
+                continue
+            row['node'] = node['metadata']['name']
+            labels = (node.get('metadata') or {}).get('labels') or {}
+            row['mofed_wait'] = labels.get(MOFED_WAIT_LABEL)
+            allocatable = ((node.get('status') or {}).get('allocatable') or {}).get(resource['resource'])
+            row['allocatable'] = allocatable
+            if row['mofed_wait'] == 'true':
+                row['problem'] = ('%s=true: the driver pod has not finished on this node (often a taint its DaemonSet '
+                                  'does not tolerate: add it with the nicclusterpolicy_tolerations role)'
+                                  % MOFED_WAIT_LABEL)
+            elif not allocatable or str(allocatable) == '0':
+                row['problem'] = 'no %s in allocatable: the shared device plugin found none of %s' % (
+                    resource['resource'], ', '.join(resource.get('if_names') or []) or 'its interfaces')
+            else:
+                row['ok'] = True
+            rows.append(row)
+    return rows

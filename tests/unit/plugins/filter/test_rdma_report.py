@@ -144,7 +144,7 @@ def test_fleet_report_summary(tmp_path, hardware):
                                  'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
                                  'firmware_pending_hosts': [], 'runtime_restart_pending_hosts': [],
                                  'driver_restart_pending_hosts': [], 'driver_kernel_mismatch_hosts': [],
-                                 'netns_reboot_pending_hosts': []}
+                                 'netns_reboot_pending_hosts': [], 'cluster_problem_nodes': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
@@ -164,6 +164,7 @@ def test_markdown_report(tmp_path, hardware):
     assert not [line for line in lines if line.startswith('Pending:')]
     assert '## Firmware' not in text  # the firmware stage did not run
     assert '## Drivers' not in text  # nor the driver stage
+    assert '## Kubernetes' not in text  # nor the cluster stage
     failing = text.split('## Hosts that miss expectations')[1]
     assert '- **lab-v100-9** (ib_v100):' in failing
     assert '- **lab-gone** (no group):' in failing
@@ -337,3 +338,27 @@ def test_report_of_an_inbox_host_in_a_container():
     assert ('| lab | 5.15.0-105-generic | inbox rdma-core | unknown / shared | persisted nvidia_peermem, gdrdrv '
             '(load skipped) | as wanted |') in text
     assert rdma_report_markdown(report) == rdma_report_markdown(json.loads(render_json(report)))
+
+
+# ------------------------------------------------------------------ cluster
+
+def test_report_shows_the_cluster_stage():
+    discovery = check([], [])
+    discovery.update({'host': 'v1', 'source': 'sysfs', 'devices': []})
+    resources = [{'group': 'ib_v100', 'hosts': ['v1', 'v2'], 'resource': 'rdma/rdma_v100',
+                  'if_names': ['ibp94s0f0', 'ibp94s0f1'], 'link_types': ['infiniband']}]
+    rendered = {'mode': 'render', 'release': 'v26.4.1', 'manifest_dir': '/x/rdma-manifests', 'resources': resources}
+    text = rdma_report_markdown(rdma_fleet_report([discovery], ['v1'], cluster=rendered))
+    assert 'NVIDIA Network Operator v26.4.1: helm values and objects rendered to /x/rdma-manifests.' in text
+    assert '| rdma/rdma_v100 | ib_v100 | 2 | ibp94s0f0, ibp94s0f1 | infiniband |' in text
+    applied = dict(rendered, mode='apply', manifest_dir=None, nodes=[
+        {'node': 'v1', 'group': 'ib_v100', 'resource': 'rdma/rdma_v100', 'mofed_wait': 'false', 'allocatable': '63',
+         'ok': True, 'problem': None},
+        {'node': 'v2', 'group': 'ib_v100', 'resource': 'rdma/rdma_v100', 'mofed_wait': 'true', 'allocatable': None,
+         'ok': False, 'problem': 'mofed.wait=true'}])
+    report = rdma_fleet_report([discovery], ['v1'], cluster=applied)
+    assert report['summary']['cluster_problem_nodes'] == ['v2']
+    text = rdma_report_markdown(report)
+    assert '| v1 | ib_v100 | rdma/rdma_v100 | false | 63 | ok |' in text
+    assert '| v2 | ib_v100 | rdma/rdma_v100 | true | - | mofed.wait=true |' in text
+    assert 'Pending: RDMA resource not reported by Kubernetes on v2.' in text

@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpunet.rdma.plugins.modules import crd_validate
+
+CRD = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+       'spec': {'group': 'mellanox.com', 'names': {'kind': 'HostDeviceNetwork'}, 'versions': [
+           {'name': 'v1alpha1', 'served': True, 'schema': {'openAPIV3Schema': {'type': 'object', 'properties': {
+               'apiVersion': {'type': 'string'}, 'kind': {'type': 'string'}, 'metadata': {'type': 'object'},
+               'spec': {'type': 'object', 'properties': {'resourceName': {'type': 'string'},
+                                                         'ipam': {'type': 'string'}}}}}}}]}}
+
+
+def run(args, capsys):
+    with patch_module_args(dict(args, _ansible_check_mode=True)):
+        with pytest.raises(SystemExit) as exit_info:
+            crd_validate.main()
+    return exit_info.value.code, json.loads(capsys.readouterr().out)
+
+
+def network(**spec):
+    return {'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'HostDeviceNetwork', 'metadata': {'name': 'net'},
+            'spec': spec}
+
+
+def test_valid_objects_from_a_crd_directory(tmp_path, capsys):
+    (tmp_path / 'crds').mkdir()
+    (tmp_path / 'crds' / 'hdn.yaml').write_text(yaml.safe_dump(CRD))
+    code, result = run({'objects': [network(resourceName='hostdev')], 'crd_paths': [str(tmp_path / 'crds')]}, capsys)
+    assert code == 0 and result['changed'] is False and result['crd_count'] == 1
+    assert result['checked'] == [{'kind': 'HostDeviceNetwork', 'name': 'net', 'problems': []}]
+
+
+def test_problems_fail_with_every_finding(capsys):
+    code, result = run({'objects': [network(resourceName=3, resourcename='typo')], 'crds': [CRD],
+                        'release': 'network-operator v26.4.1'}, capsys)
+    assert code == 1
+    assert result['msg'].startswith('Objects do not match the CRDs of network-operator v26.4.1: HostDeviceNetwork net:')
+    assert "spec.resourceName: 3 is not of type 'string'" in result['msg']
+    assert 'spec.resourcename: field not declared by the HostDeviceNetwork CRD' in result['msg']
+
+
+def test_no_crd_found(tmp_path, capsys):
+    (tmp_path / 'empty.yaml').write_text('kind: ConfigMap\n')
+    code, result = run({'objects': [network()], 'crd_paths': [str(tmp_path / 'empty.yaml')]}, capsys)
+    assert code == 1 and 'No CustomResourceDefinition found' in result['msg']
