@@ -31,7 +31,7 @@ def rdma_network_operator(groups, release, options=None):
         resources.append({'group': group.get('group'), 'hosts': list(group.get('hosts') or []),
                           'resource': 'rdma/%s' % entry['resourceName'], 'if_names': selectors.get('ifNames', []),
                           'link_types': selectors.get('linkTypes', [])})
-    return {'values': values, 'objects': objects, 'resources': resources}
+    return {'helm_values': values, 'objects': objects, 'resources': resources}
 
 
 def rdma_node_resources(resources, nodes, inventory_groups=None):

@@ -40,7 +40,7 @@ def groups_for(inventory_profiles, tmp_path, hardware):
         for host, profile in hosts:
             ports.extend(SysfsReader(hardware(profile, tmp_path / host)).read()[0])
         result.append({'group': entry['group'], 'resource_name': entry['resource_name'], 'rdma_hca_max': 63,
-                       'hosts': [h for h, _p in hosts], 'ports': ports})
+                       'link_types': entry['link_types'], 'hosts': [h for h, _p in hosts], 'ports': ports})
     return result
 
 
@@ -63,9 +63,10 @@ def test_lab_groups_get_their_own_resources(tmp_path, hardware):
     config = json.loads(policy['spec']['rdmaSharedDevicePlugin']['config'])
     assert config['configList'][0] == {'resourceName': 'rdma_v100', 'rdmaHcaMax': 63, 'selectors': {
         'ifNames': ['ibp94s0f0', 'ibp94s0f1'], 'linkTypes': ['infiniband']}}
-    assert config['configList'][1]['resourceName'] == 'rdma_a100'
-    assert 'ibp141s0' in config['configList'][1]['selectors']['ifNames']
-    assert built['values'] == {'nfd': {'enabled': True}}
+    # The A100 nodes' Ethernet bond and DOWN mlx5_0 stay out of the InfiniBand resource.
+    assert config['configList'][1] == {'resourceName': 'rdma_a100', 'rdmaHcaMax': 63, 'selectors': {
+        'ifNames': ['ibp141s0'], 'linkTypes': ['infiniband']}}
+    assert built['helm_values'] == {'nfd': {'enabled': True}}
     assert [r['resource'] for r in built['resources']] == ['rdma/rdma_v100', 'rdma/rdma_a100']
     assert built['resources'][0]['hosts'] == ['lab-v100-1', 'lab-v100-2']
 
