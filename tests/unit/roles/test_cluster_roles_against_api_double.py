@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The cluster-stage roles through kubernetes.core against a kube-apiserver test double.
+
+No API server can run here; tests/doubles/kube_apiserver.py serves the REST subset these roles
+use (discovery, GET, merge PATCH with server-side dry run), with the upstream NicClusterPolicy CRD.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+sys.path.insert(0, os.path.join(REPO, 'tests', 'doubles'))
+
+import kube_apiserver  # noqa: E402  pylint: disable=wrong-import-position
+
+CRDS = os.environ.get('GPUNET_CRDS_DIR', '')
+pytestmark = pytest.mark.skipif(
+    not os.path.isdir(CRDS),
+    reason='GPUNET_CRDS_DIR does not point at the upstream CRDs (make test sets it to ../shared/crds when that exists)')
+UNSCHEDULABLE = {'key': 'node.kubernetes.io/unschedulable', 'operator': 'Exists', 'effect': 'NoSchedule'}
+GPU_TAINT = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
+RESOURCE = 'rdma/rdma_v100'
+
+
+def crd(without_tolerations=False):
+    with open(glob.glob(os.path.join(CRDS, 'network-operator-v26.4.1', 'mellanox.com_nicclusterpolicies.yaml'))[0]) as f:
+        document = yaml.safe_load(f)
+    if without_tolerations:  # as installed by a Network Operator before 23.7
+        for version in document['spec']['versions']:
+            version['schema']['openAPIV3Schema']['properties']['spec']['properties'].pop('tolerations')
+    return document
+
+
+def node(name, waiting):
+    return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': {
+        'network.nvidia.com/operator.mofed.wait': 'true' if waiting else 'false'}},
+        'status': {'allocatable': {} if waiting else {RESOURCE: '63'}}}
+
+
+def operator_reacts(api, group_version, plural, obj):
+    """Stand-in for the operator: once the driver pods tolerate cordoned nodes, they finish everywhere."""
+    if plural == 'nicclusterpolicies' and UNSCHEDULABLE in (obj['spec'].get('tolerations') or []):
+        for key, item in list(api.objects.items()):
+            if key[1] == 'nodes':
+                api.add('v1', 'nodes', node(item['metadata']['name'], waiting=False))
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    api = kube_apiserver.FakeApiServer(on_change=operator_reacts).start()
+    api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', crd())
+    api.add('mellanox.com/v1alpha1', 'nicclusterpolicies', {
+        'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy',
+        'metadata': {'name': 'nic-cluster-policy', 'resourceVersion': '1'},
+        'spec': {'tolerations': [GPU_TAINT], 'rdmaSharedDevicePlugin': {'image': 'k8s-rdma-shared-dev-plugin'}}})
+    api.add('v1', 'nodes', node('gpu-v100-01', waiting=True))
+    api.add('v1', 'nodes', node('gpu-v100-02', waiting=False))
+    yield api
+    api.stop()
+
+
+def play(api, tmp_path, playbook, extra=None, args=()):
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text(yaml.safe_dump({'all': {'children': {'ib_v100': {'hosts': {
+        'gpu-v100-01': None, 'gpu-v100-02': None}}}, 'vars': {
+        'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
+    extra_vars = {'nicclusterpolicy_tolerations_kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')),
+                  'nicclusterpolicy_tolerations_resources': [{'group': 'ib_v100', 'resource': RESOURCE}],
+                  'nicclusterpolicy_tolerations_wait_timeout': 20,
+                  'network_operator_kubeconfig': str(tmp_path / 'kubeconfig'), 'network_operator_wait_timeout': 20}
+    extra_vars.update(extra or {})
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'))
+    result = subprocess.run(['ansible-playbook', '-i', str(inventory), playbook, '-e', json.dumps(extra_vars)] + list(args),
+                            capture_output=True, text=True, env=env, check=False, cwd=str(tmp_path))
+    return result.returncode, ' '.join((result.stdout + result.stderr).split())
+
+
+def patches(api):
+    return [(path, details['body']) for method, path, details in api.requests if method == 'PATCH']
+
+
+TOLERATIONS = os.path.join(REPO, 'playbooks', 'nicclusterpolicy_tolerations.yml')
+
+
+def test_tolerations_added_after_a_dry_run_and_nodes_recover(cluster, tmp_path):
+    code, output = play(cluster, tmp_path, TOLERATIONS)
+    assert code == 0, output
+    sent = patches(cluster)
+    assert [path for path, _body in sent] == [
+        '/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy?dryRun=All',
+        '/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy']
+    assert sent[1][1]['spec']['tolerations'] == [GPU_TAINT, UNSCHEDULABLE]  # existing kept, first
+    stored = cluster.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')
+    assert stored['spec']['tolerations'] == [GPU_TAINT, UNSCHEDULABLE]
+    assert stored['spec']['rdmaSharedDevicePlugin'] == {'image': 'k8s-rdma-shared-dev-plugin'}
+    # Again: nothing to add, nothing sent.
+    code, output = play(cluster, tmp_path, TOLERATIONS)
+    assert code == 0, output
+    assert len(patches(cluster)) == 2
+
+
+def test_check_mode_sends_only_dry_runs(cluster, tmp_path):
+    code, output = play(cluster, tmp_path, TOLERATIONS, args=['--check'])
+    assert code == 0, output
+    assert [path.endswith('?dryRun=All') for path, _body in patches(cluster)] == [True, True]
+    stored = cluster.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')
+    assert stored['spec']['tolerations'] == [GPU_TAINT]
+
+
+def test_refused_without_spec_tolerations(cluster, tmp_path):
+    cluster.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', crd(without_tolerations=True))
+    code, output = play(cluster, tmp_path, TOLERATIONS)
+    assert code != 0
+    assert 'The installed NicClusterPolicy CRD has no spec.tolerations (it came with Network Operator 23.7)' in output
+    assert patches(cluster) == []
+
+
+def test_nodes_that_stay_waiting_are_named(cluster, tmp_path):
+    cluster.on_change = None  # the operator never recovers the node
+    code, output = play(cluster, tmp_path, TOLERATIONS, extra={'nicclusterpolicy_tolerations_wait_timeout': 10})
+    assert code != 0
+    assert ('After 10 s: gpu-v100-01: network.nvidia.com/operator.mofed.wait=true: the driver pod has not finished '
+            'on this node') in output
+    assert 'gpu-v100-02:' not in output.split('After 10 s:')[1]
+    assert len(patches(cluster)) == 2
+
+
+VERIFY = '''
+- name: Verify after apply
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Network Operator verification
+      ansible.builtin.include_role:
+        name: gpunet.rdma.network_operator
+        tasks_from: verify.yml
+      vars:
+        network_operator_build:
+          resources:
+            - {group: ib_v100, hosts: [gpu-v100-01, gpu-v100-02], resource: rdma/rdma_v100, if_names: [ibp94s0f0]}
+
+    - name: Show the per-node table
+      ansible.builtin.debug:
+        msg: "{{ network_operator_result.nodes | map(attribute='node') | zip(network_operator_result.nodes | map(attribute='ok')) | to_json }}"
+      run_once: true
+'''
+
+
+def daemonset(name, desired, ready):
+    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': name, 'namespace': 'nvidia-network-operator'},
+            'status': {'desiredNumberScheduled': desired, 'numberReady': ready, 'updatedNumberScheduled': desired}}
+
+
+def test_verify_after_apply(cluster, tmp_path):
+    (tmp_path / 'verify.yml').write_text(VERIFY)
+    cluster.add('apps/v1', 'daemonsets', daemonset('rdma-shared-dp-ds', 2, 2))
+    cluster.add('v1', 'nodes', node('gpu-v100-01', waiting=False))
+    code, output = play(cluster, tmp_path, str(tmp_path / 'verify.yml'))
+    assert code == 0, output
+    assert 'msg: \'[["gpu-v100-01", true], ["gpu-v100-02", true]]\'' in output, output
+
+
+def test_verify_names_what_is_missing(cluster, tmp_path):
+    (tmp_path / 'verify.yml').write_text(VERIFY)
+    cluster.add('apps/v1', 'daemonsets', daemonset('rdma-shared-dp-ds', 2, 2))
+    code, output = play(cluster, tmp_path, str(tmp_path / 'verify.yml'))
+    assert code != 0
+    assert ('gpu-v100-01: network.nvidia.com/operator.mofed.wait=true: the driver pod has not finished on this node'
+            in output)
+    cluster.add('apps/v1', 'daemonsets', daemonset('mofed-ubuntu22.04-ds', 2, 1))
+    code, output = play(cluster, tmp_path, str(tmp_path / 'verify.yml'), extra={'network_operator_wait_timeout': 10})
+    assert code != 0
+    assert 'After 10 s in namespace nvidia-network-operator: not ready: mofed-ubuntu22.04-ds' in output
