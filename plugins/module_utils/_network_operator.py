@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-try:
-    import netaddr
-except ImportError:  # pragma: no cover - reported by check_ip_networks
-    netaddr = None
+from ansible_collections.gpunet.rdma.plugins.module_utils._ip_networks import first_overlap, require_netaddr
 
 # The RDMA shared device plugin's link type names for the kernel's link layers.
 LINK_TYPES = {'InfiniBand': 'infiniband', 'Ethernet': 'ether'}
@@ -241,8 +238,7 @@ def check_ip_networks(networks):
     (``192.168.2.152/27`` allocates .152 to the end of that /27), so the start need not be
     the network address; everything else is checked against the /27 network.
     """
-    if netaddr is None:
-        raise NetworkOperatorError('the netaddr Python package is needed on the controller (pip install netaddr)')
+    netaddr = require_netaddr(NetworkOperatorError)
     seen = []
     for network in networks:
         name = network.get('name')
@@ -268,10 +264,10 @@ def check_ip_networks(networks):
                 inside = False
             if not inside:
                 raise NetworkOperatorError('network %s: gateway %s is not inside %s' % (name, gateway, block))
-        for other_name, other in seen:
-            if block.first <= other.last and other.first <= block.last:
-                raise NetworkOperatorError('networks %s (%s) and %s (%s) overlap' % (other_name, other, name, block))
         seen.append((name, block))
+    overlap = first_overlap(seen)
+    if overlap:
+        raise NetworkOperatorError('networks %s (%s) and %s (%s) overlap' % (overlap[0] + overlap[1]))
 
 
 def whereabouts_ipam(network):

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import re
 
-try:
-    import netaddr
-except ImportError:  # pragma: no cover - reported by check_pools
-    netaddr = None
+from ansible_collections.gpunet.rdma.plugins.module_utils._ip_networks import first_overlap, require_netaddr
 
 RESOURCE_NAME = re.compile(r'^[a-zA-Z0-9_]+$')
 API_VERSION = 'spiderpool.spidernet.io/v2beta1'
@@ -73,6 +70,7 @@ def shared_device_config(nics, name_pattern='shared_cx_gpu{gpu}', prefix='spider
 
 
 def _range_bounds(text, where):
+    netaddr = require_netaddr(SpiderpoolError)
     first, sep, last = str(text).partition('-')
     try:
         start = netaddr.IPAddress(first.strip())
@@ -86,8 +84,7 @@ def _range_bounds(text, where):
 
 def check_pools(pools):
     """Each pool's subnet is a network address; gateway, ips and excludeIPs inside it; subnets do not overlap."""
-    if netaddr is None:
-        raise SpiderpoolError('the netaddr Python package is needed on the controller (pip install netaddr)')
+    netaddr = require_netaddr(SpiderpoolError)
     seen = []
     for pool in pools:
         name = pool.get('name')
@@ -115,10 +112,10 @@ def check_pools(pools):
                 first, last = _range_bounds(item, 'pool %s ips' % name)
                 if first <= start <= last:
                     raise SpiderpoolError('pool %s: the gateway %s is inside ips %s; exclude it' % (name, gateway, item))
-        for other_name, other in seen:
-            if subnet.first <= other.last and other.first <= subnet.last:
-                raise SpiderpoolError('pools %s (%s) and %s (%s) overlap' % (other_name, other, name, subnet))
         seen.append((name, subnet))
+    overlap = first_overlap(seen)
+    if overlap:
+        raise SpiderpoolError('pools %s (%s) and %s (%s) overlap' % (overlap[0] + overlap[1]))
 
 
 def ip_pool(pool):

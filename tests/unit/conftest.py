@@ -56,3 +56,31 @@ def hardware():
             profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, profile + '.yml'))
         return sysfs_fixture.build(profile, str(root))
     return build
+
+
+@pytest.fixture
+def upstream_crds():
+    """The upstream CRD directory (GPUNET_CRDS_DIR); tests that need it are skipped, saying why, without it."""
+    path = os.environ.get('GPUNET_CRDS_DIR', '')
+    if not os.path.isdir(path):
+        pytest.skip('GPUNET_CRDS_DIR does not point at the upstream CRDs (make test sets it to ../shared/crds when '
+                    'that exists)')
+    return path
+
+
+@pytest.fixture
+def crd_release(upstream_crds):
+    """Load one release folder of the upstream CRDs as a crd_index (``crd_release('spiderpool-v1.2.2')``)."""
+    import glob
+
+    import yaml
+
+    from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import crd_index
+
+    def load(release):
+        documents = []
+        for path in sorted(glob.glob(os.path.join(upstream_crds, release, '*.yaml'))):
+            with open(path) as handle:
+                documents.extend(d for d in yaml.safe_load_all(handle) if d)
+        return crd_index(documents)
+    return load

@@ -10,7 +10,6 @@ use (discovery, GET, merge PATCH with server-side dry run), with the upstream Ni
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import subprocess
@@ -24,17 +23,13 @@ sys.path.insert(0, os.path.join(REPO, 'tests', 'doubles'))
 
 import kube_apiserver  # noqa: E402  pylint: disable=wrong-import-position
 
-CRDS = os.environ.get('GPUNET_CRDS_DIR', '')
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir(CRDS),
-    reason='GPUNET_CRDS_DIR does not point at the upstream CRDs (make test sets it to ../shared/crds when that exists)')
 UNSCHEDULABLE = {'key': 'node.kubernetes.io/unschedulable', 'operator': 'Exists', 'effect': 'NoSchedule'}
 GPU_TAINT = {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}
 RESOURCE = 'rdma/rdma_v100'
 
 
-def crd(without_tolerations=False):
-    with open(glob.glob(os.path.join(CRDS, 'network-operator-v26.4.1', 'mellanox.com_nicclusterpolicies.yaml'))[0]) as f:
+def crd(crds_dir, without_tolerations=False):
+    with open(os.path.join(crds_dir, 'network-operator-v26.4.1', 'mellanox.com_nicclusterpolicies.yaml')) as f:
         document = yaml.safe_load(f)
     if without_tolerations:  # as installed by a Network Operator before 23.7
         for version in document['spec']['versions']:
@@ -57,9 +52,9 @@ def operator_reacts(api, group_version, plural, obj):
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, upstream_crds):
     api = kube_apiserver.FakeApiServer(on_change=operator_reacts).start()
-    api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', crd())
+    api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', crd(upstream_crds))
     api.add('mellanox.com/v1alpha1', 'nicclusterpolicies', {
         'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy',
         'metadata': {'name': 'nic-cluster-policy', 'resourceVersion': '1'},
@@ -119,8 +114,8 @@ def test_check_mode_sends_only_dry_runs(cluster, tmp_path):
     assert stored['spec']['tolerations'] == [GPU_TAINT]
 
 
-def test_refused_without_spec_tolerations(cluster, tmp_path):
-    cluster.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', crd(without_tolerations=True))
+def test_refused_without_spec_tolerations(cluster, tmp_path, upstream_crds):
+    cluster.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', crd(upstream_crds, without_tolerations=True))
     code, output = play(cluster, tmp_path, TOLERATIONS)
     assert code != 0
     assert 'The installed NicClusterPolicy CRD has no spec.tolerations (it came with Network Operator 23.7)' in output

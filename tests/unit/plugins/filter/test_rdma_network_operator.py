@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 
@@ -17,15 +16,11 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import (
     rdma_daemonsets_not_ready, rdma_network_operator, rdma_node_resources)
-from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import crd_index, validate_object
+from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import validate_object
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-CRDS = os.environ.get('GPUNET_CRDS_DIR', '')
 RELEASES = ['v25.1.0', 'v26.4.1']
-needs_crds = pytest.mark.skipif(
-    not os.path.isdir(CRDS),
-    reason='GPUNET_CRDS_DIR does not point at the upstream CRDs (make test sets it to ../shared/crds when that exists)')
 with open(os.path.join(REPO, 'roles', 'network_operator', 'defaults', 'main.yml')) as _handle:
     DEFAULTS = yaml.safe_load(_handle)
 PLUGIN = DEFAULTS['network_operator_rdma_shared_device_plugin']
@@ -46,14 +41,6 @@ def groups_for(inventory_profiles, tmp_path, hardware):
 
 LAB = {'ib_v100': [('lab-v100-1', 'v100'), ('lab-v100-2', 'v100')],
        'ib_a100': [('lab-a100-1', 'a100'), ('lab-a100-2', 'a100')]}
-
-
-def release_index(release):
-    documents = []
-    for path in sorted(glob.glob(os.path.join(CRDS, 'network-operator-' + release, '*.yaml'))):
-        with open(path) as handle:
-            documents.extend(yaml.safe_load_all(handle))
-    return crd_index(documents)
 
 
 def test_lab_groups_get_their_own_resources(tmp_path, hardware):
@@ -90,18 +77,16 @@ def _example_options():
     }
 
 
-@needs_crds
 @pytest.mark.parametrize('release', RELEASES)
-def test_lab_objects_validate(release, tmp_path, hardware):
+def test_lab_objects_validate(release, tmp_path, hardware, crd_release):
     built = rdma_network_operator(groups_for(LAB, tmp_path, hardware), release, {'rdma_shared_device_plugin': PLUGIN})
-    index = release_index(release)
+    index = crd_release('network-operator-' + release)
     for obj in built['objects']:
         assert validate_object(obj, index, release) == []
 
 
-@needs_crds
 @pytest.mark.parametrize('release', RELEASES)
-def test_example_inventory_objects_validate(release, tmp_path, hardware):
+def test_example_inventory_objects_validate(release, tmp_path, hardware, crd_release):
     with open(os.path.join(REPO, 'inventory', 'example', 'hosts.yml')) as handle:
         inventory = yaml.safe_load(handle)
     children = inventory['all']['children']
@@ -110,13 +95,12 @@ def test_example_inventory_objects_validate(release, tmp_path, hardware):
     built = rdma_network_operator(groups_for(profiles, tmp_path, hardware), release, _example_options())
     kinds = [o['kind'] for o in built['objects']]
     assert kinds == ['NicClusterPolicy', 'HostDeviceNetwork']
-    index = release_index(release)
+    index = crd_release('network-operator-' + release)
     for obj in built['objects']:
         assert validate_object(obj, index, release) == []
 
 
-@needs_crds
-def test_whereabouts_plugin_only_where_the_release_has_it(tmp_path, hardware):
+def test_whereabouts_plugin_only_where_the_release_has_it(tmp_path, hardware, crd_release):
     options = _example_options()
     options['secondary_network']['ipam_plugin'] = {'repository': 'ghcr.io/k8snetworkplumbingwg', 'image': 'whereabouts',
                                                    'version': 'v0.7.0'}
@@ -125,7 +109,7 @@ def test_whereabouts_plugin_only_where_the_release_has_it(tmp_path, hardware):
             'spec.secondaryNetwork.ipamPlugin: field not declared by the NicClusterPolicy CRD of v26.4.1 '
             '(the API server would prune it)'])):
         policy = rdma_network_operator(groups, release, options)['objects'][0]
-        assert validate_object(policy, release_index(release), release) == expected
+        assert validate_object(policy, crd_release('network-operator-' + release), release) == expected
 
 
 def test_release_gate_names_the_release(tmp_path, hardware):

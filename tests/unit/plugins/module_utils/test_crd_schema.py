@@ -6,12 +6,9 @@
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 
 import pytest
-import yaml
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import (
     crd_index,
@@ -19,10 +16,6 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import (
     validate_object,
 )
 
-CRDS = os.environ.get('GPUNET_CRDS_DIR', '')
-needs_crds = pytest.mark.skipif(
-    not os.path.isdir(CRDS),
-    reason='GPUNET_CRDS_DIR does not point at the upstream CRDs (make test sets it to ../shared/crds when that exists)')
 
 WIDGET = {
     'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
@@ -67,14 +60,6 @@ def test_unknown_kind():
         'no CRD for example.com/v2 Widget (known: example.com/v1 Widget)')
 
 
-def _release_index(release):
-    documents = []
-    for path in sorted(glob.glob(os.path.join(CRDS, release, '*.yaml'))):
-        with open(path) as handle:
-            documents.extend(yaml.safe_load_all(handle))
-    return crd_index(documents)
-
-
 def _policy(spec):
     return {'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy', 'metadata': {'name': 'nic-cluster-policy'},
             'spec': spec}
@@ -85,10 +70,9 @@ PLUGIN = {'image': 'k8s-rdma-shared-dev-plugin', 'repository': 'ghcr.io/mellanox
                                                 'selectors': {'ifNames': ['ibp94s0f0']}}]})}
 
 
-@needs_crds
 @pytest.mark.parametrize('release', ['network-operator-v25.1.0', 'network-operator-v26.4.1'])
-def test_upstream_nicclusterpolicy(release):
-    index = _release_index(release)
+def test_upstream_nicclusterpolicy(release, crd_release):
+    index = crd_release(release)
     tolerations = [{'key': 'node.kubernetes.io/unschedulable', 'operator': 'Exists', 'effect': 'NoSchedule'}]
     assert validate_object(_policy({'rdmaSharedDevicePlugin': PLUGIN, 'tolerations': tolerations}), index, release) == []
     problems = validate_object(_policy({'rdmaSharedDevicePlugin': dict(PLUGIN, rdmaHcaMax=63)}), index, release)
@@ -96,9 +80,8 @@ def test_upstream_nicclusterpolicy(release):
                         '%s (the API server would prune it)' % release]
 
 
-@needs_crds
-def test_upstream_release_differences():
+def test_upstream_release_differences(crd_release):
     policy = _policy({'rdmaSharedDevicePlugin': PLUGIN, 'deploymentTolerations': []})
-    assert validate_object(policy, _release_index('network-operator-v26.4.1')) == []
-    assert validate_object(policy, _release_index('network-operator-v25.1.0')) == [
+    assert validate_object(policy, crd_release('network-operator-v26.4.1')) == []
+    assert validate_object(policy, crd_release('network-operator-v25.1.0')) == [
         'spec.deploymentTolerations: field not declared by the NicClusterPolicy CRD (the API server would prune it)']

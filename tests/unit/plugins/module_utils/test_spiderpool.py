@@ -6,13 +6,9 @@
 
 from __future__ import annotations
 
-import glob
-import os
-
 import pytest
-import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import crd_index, validate_object
+from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import validate_object
 from ansible_collections.gpunet.rdma.plugins.module_utils._spiderpool import (
     SpiderpoolError,
     check_pools,
@@ -22,10 +18,6 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._spiderpool import (
     shared_device_config,
 )
 
-CRDS = os.environ.get('GPUNET_CRDS_DIR', '')
-needs_crds = pytest.mark.skipif(
-    not os.path.isdir(CRDS),
-    reason='GPUNET_CRDS_DIR does not point at the upstream CRDs (make test sets it to ../shared/crds when that exists)')
 # Seed 001's eight GPU-affine ConnectX-5 RoCE NICs.
 NETDEVS = ['enp%ds0f0np0' % n for n in range(11, 19)]
 PORTS = [{'device': 'mlx5_%d' % i, 'port': 1, 'netdev': netdev, 'state': 'ACTIVE', 'link_layer': 'Ethernet',
@@ -107,17 +99,8 @@ def test_multus_config_with_injection():
     assert obj['metadata']['annotations'] == {'cni.spidernet.io/rdma-resource-inject': 'gpu-macvlan'}
 
 
-def _index():
-    documents = []
-    for path in sorted(glob.glob(os.path.join(CRDS, 'spiderpool-v1.2.2', '*.yaml'))):
-        with open(path) as handle:
-            documents.extend(d for d in yaml.safe_load_all(handle) if d)
-    return crd_index(documents)
-
-
-@needs_crds
-def test_eight_pools_and_configs_validate():
-    index = _index()
+def test_eight_pools_and_configs_validate(crd_release):
+    index = crd_release('spiderpool-v1.2.2')
     nics = resolve_nics(MAPPING, PORTS)
     objects = [ip_pool(p) for p in pools()]
     objects += [multus_config('gpu%d-macvlan' % nic['gpu'], 'spiderpool', nic,
@@ -128,13 +111,12 @@ def test_eight_pools_and_configs_validate():
         assert validate_object(obj, index, 'spiderpool v1.2.2') == []
 
 
-@needs_crds
-def test_the_seed_yaml_is_refused():
+def test_the_seed_yaml_is_refused(crd_release):
     """Seed 001's SpiderMultusConfig puts rdmaResourceName at spec level: the CRD does not declare it there."""
     seed = {'apiVersion': 'spiderpool.spidernet.io/v2beta1', 'kind': 'SpiderMultusConfig',
             'metadata': {'name': 'gpu1-macvlan', 'namespace': 'spiderpool'},
             'spec': {'cniType': 'macvlan', 'rdmaResourceName': 'spidernet.io/shared_cx5_gpu1',
                      'macvlan': {'master': ['enp11s0f0np0'], 'ippools': {'ipv4': ['gpu1-net11']}}}}
-    assert validate_object(seed, _index(), 'spiderpool v1.2.2') == [
+    assert validate_object(seed, crd_release('spiderpool-v1.2.2'), 'spiderpool v1.2.2') == [
         'spec.rdmaResourceName: field not declared by the SpiderMultusConfig CRD of spiderpool v1.2.2 '
         '(the API server would prune it)']
