@@ -54,7 +54,7 @@ run() {
     skip=(-e gpunet_rdma_cluster=false)
   fi
   ansible-playbook -i "$inventory" playbooks/site.yml "${skip[@]}" -e "rdma_discovery_report_dir=$report_dir" \
-    -e "network_operator_manifest_dir=$manifest_dir" || rc=$?
+    -e "network_operator_manifest_dir=$manifest_dir" -e "spiderpool_manifest_dir=$manifest_dir/spiderpool" || rc=$?
   echo
   if [ -f "$report_dir/rdma-fleet-report.md" ]; then
     cat "$report_dir/rdma-fleet-report.md"
@@ -68,8 +68,8 @@ run() {
     fi
   done
   if [ -d "$manifest_dir" ] && [ ${#skip[@]} -eq 0 ]; then
-    echo "lab: Kubernetes manifests (helm values, NicClusterPolicy) rendered to $manifest_dir:"
-    find "$manifest_dir" -maxdepth 1 -type f -printf 'lab:   %f\n' | sort
+    echo "lab: Kubernetes manifests rendered to $manifest_dir (Network Operator; Spiderpool in spiderpool/):"
+    find "$manifest_dir" -type f -printf 'lab:   %P\n' | sort
   fi
   echo "lab: nodes left running for inspection (podman exec -it lab-a100-1 bash); remove them with: make lab-clean"
   return "$rc"

@@ -239,24 +239,32 @@ def driver_state(ofed=None, netns=None, gpudirect=None):
 
 
 _CLUSTER_NODE_KEYS = ('node', 'group', 'resource', 'mofed_wait', 'allocatable', 'ok', 'problem')
+_CLUSTER_RESOURCE_KEYS = ('resource', 'group', 'hosts', 'if_names', 'link_types')
+# Spiderpool's resources are per GPU-affine NIC, each with its macvlan network.
+_PER_GPU_RESOURCE_KEYS = ('gpu', 'network', 'subnet')
+
+
+def _resource_state(resource):
+    state = dict((k, resource.get(k)) for k in _CLUSTER_RESOURCE_KEYS)
+    state.update((k, resource[k]) for k in _PER_GPU_RESOURCE_KEYS if k in resource)
+    return state
 
 
 def cluster_state(record):
-    """The cluster stage record (``network_operator_result``) without what changes between runs."""
+    """A cluster stage record (``network_operator_result``, ``spiderpool_result``) without what changes between runs."""
     if not record:
         return None
     return {
         'mode': record.get('mode'),
         'release': record.get('release'),
         'manifest_dir': record.get('manifest_dir'),
-        'resources': [dict((k, r.get(k)) for k in ('resource', 'group', 'hosts', 'if_names', 'link_types'))
-                      for r in record.get('resources') or []],
+        'resources': [_resource_state(r) for r in record.get('resources') or []],
         'nodes': [dict((k, n.get(k)) for k in _CLUSTER_NODE_KEYS) for n in record.get('nodes') or []],
     }
 
 
 def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None,
-                       cluster=None):
+                       cluster=None, spiderpool=None):
     """Assemble the fleet report from the per-host results.
 
     ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
@@ -266,7 +274,8 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
     firmware stage ran; ``runtime`` the hosts' container runtime records
     (``containerd_memlock_result``), when the runtime stage ran; ``ofed``, ``netns``
     and ``gpudirect`` the driver stage records (``ofed_result``, ``rdma_netns_result``,
-    ``gpudirect_result``); ``cluster`` the cluster stage's ``network_operator_result``.
+    ``gpudirect_result``); ``cluster`` the cluster stage's ``network_operator_result`` and ``spiderpool``
+    its ``spiderpool_result``.
     """
     by_host = dict((r['host'], dict(r)) for r in results)
     firmware_by_host = dict((f['host'], f) for f in firmware or [])
@@ -302,11 +311,12 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
             'driver_restart_pending_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'restart_pending')],
             'driver_kernel_mismatch_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'kernel_mismatch')],
             'netns_reboot_pending_hosts': [h['host'] for h in hosts if _driver(h, 'netns', 'reboot_pending')],
-            'cluster_problem_nodes': [n['node'] for n in (cluster_state(cluster) or {}).get('nodes', [])
-                                      if not n['ok']],
+            'cluster_problem_nodes': [n['node'] for record in (cluster, spiderpool)
+                                      for n in (cluster_state(record) or {}).get('nodes', []) if not n['ok']],
         },
         'hosts': hosts,
         'cluster': cluster_state(cluster),
+        'spiderpool': cluster_state(spiderpool),
     }
 
 
@@ -435,25 +445,43 @@ def _drivers_section(report):
     return lines
 
 
-def _cluster_section(report):
-    cluster = report.get('cluster')
-    if not cluster:
+def _where(stage):
+    return ('rendered to %s' % stage['manifest_dir']) if stage['mode'] == 'render' else 'applied'
+
+
+def _node_rows(nodes):
+    if not nodes:
         return []
-    where = ('rendered to %s' % cluster['manifest_dir']) if cluster['mode'] == 'render' else 'applied'
-    lines = ['', '## Kubernetes', '',
-             'NVIDIA Network Operator %s: helm values and objects %s.' % (cluster['release'], where), '',
-             '| resource | group | hosts | interfaces | link types |', '| --- | --- | --- | --- | --- |']
-    for resource in cluster['resources']:
+    lines = ['', '| node | group | resource | mofed.wait | allocatable | status |', '| --- | --- | --- | --- | --- | --- |']
+    for node in nodes:
         lines.append('| %s |' % ' | '.join(_cell(v) for v in (
-            resource['resource'], resource['group'], len(resource['hosts'] or []),
-            ', '.join(resource['if_names'] or []), ', '.join(resource['link_types'] or []))))
-    if cluster['nodes']:
-        lines += ['', '| node | group | resource | mofed.wait | allocatable | status |',
-                  '| --- | --- | --- | --- | --- | --- |']
-        for node in cluster['nodes']:
+            node['node'], node['group'], node['resource'], node['mofed_wait'], node['allocatable'],
+            'ok' if node['ok'] else node['problem'])))
+    return lines
+
+
+def _cluster_section(report):
+    cluster, spiderpool = report.get('cluster'), report.get('spiderpool')
+    if not cluster and not spiderpool:
+        return []
+    lines = ['', '## Kubernetes']
+    if cluster:
+        lines += ['', 'NVIDIA Network Operator %s: helm values and objects %s.' % (cluster['release'], _where(cluster)),
+                  '', '| resource | group | hosts | interfaces | link types |', '| --- | --- | --- | --- | --- |']
+        for resource in cluster['resources']:
             lines.append('| %s |' % ' | '.join(_cell(v) for v in (
-                node['node'], node['group'], node['resource'], node['mofed_wait'], node['allocatable'],
-                'ok' if node['ok'] else node['problem'])))
+                resource['resource'], resource['group'], len(resource['hosts'] or []),
+                ', '.join(resource['if_names'] or []), ', '.join(resource['link_types'] or []))))
+        lines += _node_rows(cluster['nodes'])
+    if spiderpool:
+        lines += ['', 'Spiderpool %s: helm values and macvlan networks %s.' % (spiderpool['release'], _where(spiderpool)),
+                  '', '| resource | group | GPU | hosts | interface | network | subnet |',
+                  '| --- | --- | --- | --- | --- | --- | --- |']
+        for resource in spiderpool['resources']:
+            lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+                resource['resource'], resource['group'], resource.get('gpu'), len(resource['hosts'] or []),
+                ', '.join(resource['if_names'] or []), resource.get('network'), resource.get('subnet'))))
+        lines += _node_rows(spiderpool['nodes'])
     return lines
 
 

@@ -10,6 +10,7 @@ SpiderIPPool / SpiderMultusConfig objects and the address checks they need.
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._ip_networks import first_overlap, require_netaddr
@@ -140,3 +141,249 @@ def multus_config(name, namespace, nic, resource, pool_name, inject_group=None, 
     if inject_group:
         obj['metadata']['annotations'] = {'cni.spidernet.io/%s' % inject_key: inject_group}
     return obj
+
+
+INJECT_KEYS = ('rdma-resource-inject', 'network-resource-inject')
+NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks'
+# Calico's documented autodetection methods (calico-node IP_AUTODETECTION_METHOD / IP6_AUTODETECTION_METHOD).
+CALICO_METHODS = ('first-found', 'kubernetes-internal-ip')
+CALICO_METHOD_PREFIXES = ('can-reach=', 'interface=', 'skip-interface=', 'cidr=')
+
+
+def resolve_group_nics(mapping, hosts):
+    """The GPU -> NIC mapping resolved on every host of the group: ``(nics, problems)``.
+
+    ``hosts`` is ``[{host, ports}]``. The shared device plugin's ``ifNames`` and the macvlan ``master`` are
+    cluster-wide, so a GPU's NIC must carry the same netdev name on every node. ``problems`` lists mapped
+    ports that are not ACTIVE (the resource would exist, the network would not carry traffic).
+    """
+    gpus = [entry.get('gpu') for entry in mapping]
+    if not mapping:
+        raise SpiderpoolError('no GPU -> NIC mapping: list each GPU index with its NIC (netdev or PCI address), '
+                              'e.g. [{gpu: 1, nic: enp11s0f0np0}, ...]')
+    duplicates = sorted(set(str(g) for g in gpus if gpus.count(g) > 1))
+    if duplicates:
+        raise SpiderpoolError('GPU %s is mapped more than once' % ', '.join(duplicates))
+    if not hosts:
+        raise SpiderpoolError('the group has no host with discovered RDMA ports')
+    per_gpu, problems = {}, []
+    for host in hosts:
+        ports = host.get('ports') or []
+        try:
+            resolved = resolve_nics(mapping, ports)
+        except SpiderpoolError as exc:
+            raise SpiderpoolError('%s: %s' % (host['host'], exc))
+        state_by_netdev = dict((p.get('netdev'), p.get('state')) for p in ports)
+        for nic in resolved:
+            per_gpu.setdefault(nic['gpu'], []).append((host['host'], nic))
+            if state_by_netdev.get(nic['netdev']) != 'ACTIVE':
+                problems.append('%s: GPU %s NIC %s (%s) is %s, not ACTIVE' % (
+                    host['host'], nic['gpu'], nic['netdev'], nic['device'], state_by_netdev.get(nic['netdev'])))
+    nics = []
+    for entry in mapping:
+        seen = per_gpu[entry.get('gpu')]
+        names = sorted(set(nic['netdev'] for _host, nic in seen))
+        if len(names) > 1:
+            raise SpiderpoolError(
+                'GPU %s: NIC %s is %s on the group\'s nodes (%s); the device plugin selector and the macvlan master '
+                'are cluster-wide, so the netdev name must be the same on every node: rename the interfaces '
+                '(udev / systemd .link) or split the group' % (
+                    entry.get('gpu'), entry.get('nic'), ' / '.join(names),
+                    ', '.join('%s: %s' % (host, nic['netdev']) for host, nic in seen)))
+        nic = dict(seen[0][1])
+        nic['hosts'] = [host for host, _nic in seen]
+        nics.append(nic)
+    return nics, problems
+
+
+def netns_refusals(hosts):
+    """Hosts whose RDMA subsystem is (or will be after a reboot) in exclusive netns mode.
+
+    ``hosts`` is ``[{host, live, persisted}]`` from ``rdma_driver_facts``' ``netns``. Macvlan shares the
+    master's RDMA device with the pods, which needs shared mode (the kernel default); unknown is not refused.
+    """
+    refusals = []
+    for host in hosts:
+        live, persisted = host.get('live'), host.get('persisted')
+        if live == 'exclusive':
+            refusals.append('%s runs its RDMA subsystem in exclusive netns mode' % host['host'])
+        elif persisted == 'exclusive':
+            refusals.append('%s has exclusive netns mode persisted (it applies at the next boot)' % host['host'])
+    return refusals
+
+
+def _by_gpu(pools, gpus, name_pattern):
+    by_gpu = {}
+    for pool in pools:
+        name = pool.get('name') or name_pattern.format(gpu=pool.get('gpu'))
+        if pool.get('gpu') not in gpus:
+            raise SpiderpoolError('IP pool %s is for GPU %s, which has no NIC in the mapping (GPUs: %s)' % (
+                name, pool.get('gpu'), ', '.join(str(g) for g in gpus)))
+        if pool['gpu'] in by_gpu:
+            raise SpiderpoolError('GPU %s has more than one IP pool' % pool['gpu'])
+        named = dict(pool, name=name)
+        by_gpu[pool['gpu']] = named
+    missing = [str(g) for g in gpus if g not in by_gpu]
+    if missing:
+        raise SpiderpoolError('no IP pool for GPU %s: give each mapped GPU a pool (subnet, gateway, ips)'
+                              % ', '.join(missing))
+    return by_gpu
+
+
+def calico_autodetection_patch(ipv4_method='', ipv6_method='', container='calico-node'):
+    """Strategic merge patch of the calico-node DaemonSet's autodetection env, or None when nothing is set."""
+    env = []
+    for name, method in (('IP_AUTODETECTION_METHOD', ipv4_method), ('IP6_AUTODETECTION_METHOD', ipv6_method)):
+        if not method:
+            continue
+        if method not in CALICO_METHODS and not method.startswith(CALICO_METHOD_PREFIXES):
+            raise SpiderpoolError('%s=%s is not a Calico autodetection method (%s, or %s followed by a value)' % (
+                name, method, ', '.join(CALICO_METHODS), ', '.join(CALICO_METHOD_PREFIXES)))
+        env.append({'name': name, 'value': method})
+    if not env:
+        return None
+    return {'spec': {'template': {'spec': {'containers': [{'name': container, 'env': env}]}}}}
+
+
+def _deep_merge(base, extra):
+    merged = dict(base)
+    for key, value in (extra or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def unknown_values(values, defaults, path=''):
+    """Keys of ``values`` the chart's default values do not have (a typo there is silently ignored by helm).
+
+    A key whose default is an empty map, a list or null takes free-form content.
+    """
+    unknown = []
+    for key, value in sorted((values or {}).items()):
+        where = '%s.%s' % (path, key) if path else key
+        if key not in defaults:
+            unknown.append(where)
+        elif isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key]:
+            unknown.extend(unknown_values(value, defaults[key], where))
+    return unknown
+
+
+def helm_values(device_config, options):
+    inject = options.get('pod_resource_inject') or {}
+    values = {
+        'rdma': {'rdmaSharedDevicePlugin': {'install': True, 'deviceConfig': device_config}},
+        'spiderpoolAgent': {'prometheus': {'enabled': bool(options.get('rdma_metrics')),
+                                           'enabledRdmaMetric': bool(options.get('rdma_metrics'))}},
+        'grafanaDashboard': {'install': bool(options.get('grafana_dashboard'))},
+        'spiderpoolController': {'podResourceInject': {
+            'enabled': bool(inject.get('enabled')),
+            'namespacesExclude': list(inject.get('namespaces_exclude') or []),
+            'namespacesInclude': list(inject.get('namespaces_include') or [])}},
+    }
+    if options.get('image_registry_override'):
+        values['global'] = {'imageRegistryOverride': options['image_registry_override']}
+    return _deep_merge(values, options.get('extra_helm_values'))
+
+
+def _check_inject(inject, workload_namespace):
+    key = inject.get('annotation') or INJECT_KEYS[0]
+    if key not in INJECT_KEYS:
+        raise SpiderpoolError('injection annotation %s is not one Spiderpool reads (%s)' % (key, ', '.join(INJECT_KEYS)))
+    if not inject.get('group'):
+        raise SpiderpoolError('pod resource injection needs a group name: the value of cni.spidernet.io/%s' % key)
+    if not workload_namespace:
+        return key
+    if workload_namespace in (inject.get('namespaces_exclude') or []):
+        raise SpiderpoolError('namespace %s of the test workload is excluded from injection (namespacesExclude); '
+                              'its pods would get no RDMA network' % workload_namespace)
+    include = inject.get('namespaces_include') or []
+    if include and workload_namespace not in include:
+        raise SpiderpoolError('namespace %s of the test workload is not in the injection namespacesInclude (%s)'
+                              % (workload_namespace, ', '.join(include)))
+    return key
+
+
+def rdma_tools_daemonset(options, networks, resources, inject_key=None):
+    """A DaemonSet like seed 001's rdma-tools: one pod per node of the group, every GPU network attached.
+
+    With injection on, the pods carry only the injection annotation (Spiderpool's webhook adds the networks and
+    the RDMA resources; any other network annotation would break the injection).
+    """
+    workload = options.get('test_workload') or {}
+    name = workload.get('name') or 'rdma-tools'
+    labels = {'app.kubernetes.io/name': name, 'app.kubernetes.io/managed-by': 'gpunet.rdma'}
+    if inject_key:
+        annotations = {'cni.spidernet.io/%s' % inject_key: options['pod_resource_inject']['group']}
+        limits = {}
+    else:
+        annotations = {NETWORKS_ANNOTATION: json.dumps(networks, separators=(',', ':'))}
+        limits = dict((resource, 1) for resource in resources)
+    container = {'name': name, 'image': workload.get('image') or 'ghcr.io/spidernet-io/rdma-tools:v12.5.7',
+                 'command': ['sleep', 'infinity'],
+                 # ib_write_bw registers memory: without IPC_LOCK the pod's memlock limit stops it.
+                 'securityContext': {'capabilities': {'add': ['IPC_LOCK']}}}
+    if limits:
+        container['resources'] = {'limits': limits}
+    spec = {'containers': [container], 'terminationGracePeriodSeconds': 1}
+    if workload.get('node_names'):
+        spec['affinity'] = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [
+            {'matchExpressions': [{'key': 'kubernetes.io/hostname', 'operator': 'In',
+                                   'values': list(workload['node_names'])}]}]}}}
+    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet',
+            'metadata': {'name': name, 'namespace': workload.get('namespace') or 'default', 'labels': labels},
+            'spec': {'selector': {'matchLabels': {'app.kubernetes.io/name': name}},
+                     'template': {'metadata': {'labels': labels, 'annotations': annotations}, 'spec': spec}}}
+
+
+def build(group, hosts, options):
+    """Everything the spiderpool role renders or applies for one RoCE group.
+
+    ``hosts``: ``[{host, ports, netns}]`` (``ports`` = ``rdma_ports``, ``netns`` = ``rdma_driver.netns`` or None).
+    Returns ``helm_values``, ``device_plugin_config``, ``objects`` (SpiderIPPools, SpiderMultusConfigs),
+    ``test_workload``, ``calico_patch``, ``resources`` (per GPU, for the node check and the fleet report),
+    ``nics`` and ``problems`` (mapped ports that are not ACTIVE).
+    """
+    refusals = netns_refusals([dict(netns or {}, host=h['host']) for h in hosts for netns in [h.get('netns')]])
+    if refusals:
+        raise SpiderpoolError('macvlan RDMA needs the RDMA subsystem in shared netns mode: %s. Set rdma_netns_mode: '
+                              'shared for the group (the rdma_netns role) and reboot, or use SR-IOV for exclusive '
+                              'mode' % '; '.join(refusals))
+    nics, problems = resolve_group_nics(list(options.get('gpu_nics') or []), hosts)
+    prefix = options.get('resource_prefix') or 'spidernet.io'
+    device_config = shared_device_config(nics, options.get('resource_name_pattern') or 'shared_cx_gpu{gpu}', prefix,
+                                         options.get('rdma_hca_max', 100),
+                                         options.get('periodic_update_interval', 300))
+    pools = _by_gpu(list(options.get('ip_pools') or []), [n['gpu'] for n in nics],
+                    options.get('ip_pool_name_pattern') or 'gpu{gpu}-pool')
+    check_pools([pools[n['gpu']] for n in nics])
+    inject = options.get('pod_resource_inject') or {}
+    workload_namespace = (options.get('test_workload') or {}).get('namespace') or 'default'
+    inject_key = _check_inject(inject, workload_namespace) if inject.get('enabled') else None
+    namespace = options.get('networks_namespace') or 'spiderpool'
+    multus_pattern = options.get('multus_name_pattern') or 'gpu{gpu}-macvlan'
+    objects, networks, resources = [], [], []
+    for nic, entry in zip(nics, device_config['configList']):
+        pool = pools[nic['gpu']]
+        resource = '%s/%s' % (prefix, entry['resourceName'])
+        multus_name = multus_pattern.format(gpu=nic['gpu'])
+        objects.append(ip_pool(pool))
+        objects.append(multus_config(multus_name, namespace, nic, resource, pool['name'],
+                                     inject.get('group') if inject_key else None, inject_key or INJECT_KEYS[0]))
+        networks.append({'name': multus_name, 'namespace': namespace})
+        resources.append({'resource': resource, 'group': group, 'gpu': nic['gpu'], 'hosts': nic['hosts'],
+                          'if_names': [nic['netdev']], 'link_types': ['Ethernet'], 'pool': pool['name'],
+                          'subnet': pool['subnet'], 'network': '%s/%s' % (namespace, multus_name)})
+    calico = options.get('calico') or {}
+    return {
+        'helm_values': helm_values(device_config, options),
+        'device_plugin_config': device_config,
+        'objects': objects,
+        'test_workload': rdma_tools_daemonset(options, networks, [r['resource'] for r in resources], inject_key),
+        'calico_patch': calico_autodetection_patch(calico.get('ipv4_method') or '', calico.get('ipv6_method') or '',
+                                                   calico.get('container') or 'calico-node'),
+        'resources': resources,
+        'nics': nics,
+        'problems': problems,
+    }

@@ -7,7 +7,8 @@
 Serves the subset of the Kubernetes REST API that the cluster-stage roles use through the
 kubernetes client and kubernetes.core: discovery (/version, /api, /apis, resource lists),
 GET of single objects and lists (404 Status when missing), and PATCH with a JSON merge patch
-(RFC 7386) honouring ``dryRun=All`` (validated, answered, not stored). Every request is logged.
+(RFC 7386) or a strategic merge patch (lists of named items such as containers and env merge by
+``name``, their patch merge key) honouring ``dryRun=All`` (answered, not stored). Every request is logged.
 An optional hook reacts to stored changes, standing in for an operator.
 """
 
@@ -22,7 +23,7 @@ from urllib.parse import parse_qs, urlparse
 # (group, version) -> [(plural, kind, namespaced)]
 RESOURCES = {
     ('', 'v1'): [('nodes', 'Node', False), ('namespaces', 'Namespace', False)],
-    ('apps', 'v1'): [('daemonsets', 'DaemonSet', True)],
+    ('apps', 'v1'): [('daemonsets', 'DaemonSet', True), ('deployments', 'Deployment', True)],
     ('apiextensions.k8s.io', 'v1'): [('customresourcedefinitions', 'CustomResourceDefinition', False)],
     ('mellanox.com', 'v1alpha1'): [
         ('nicclusterpolicies', 'NicClusterPolicy', False), ('hostdevicenetworks', 'HostDeviceNetwork', False)],
@@ -40,6 +41,34 @@ def merge_patch(target, patch):
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
+
+
+def strategic_merge_patch(target, patch):
+    """Kubernetes strategic merge for the lists these roles patch: items with a ``name`` merge by name."""
+    named = isinstance(patch, list) and isinstance(target, list) and all(
+        isinstance(item, dict) and 'name' in item for item in patch + target)
+    if named:
+        result = [copy.deepcopy(item) for item in target]
+        for item in patch:
+            names = [existing['name'] for existing in result]
+            if item['name'] in names:
+                position = names.index(item['name'])
+                result[position] = strategic_merge_patch(result[position], item)
+            else:
+                result.append(copy.deepcopy(item))
+        return result
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = strategic_merge_patch(result.get(key), value)
+    return result
+
+
+PATCHES = {'application/merge-patch+json': merge_patch, 'application/strategic-merge-patch+json': strategic_merge_patch}
 
 
 class FakeApiServer(object):
@@ -85,6 +114,8 @@ class FakeApiServer(object):
                     group, rest = (parts[1], parts[2:]) if len(parts) > 1 else (None, [])
                 else:
                     return None
+                if rest[1:2] == ['namespaces'] and len(rest) > 3:  # objects are keyed by name alone here
+                    rest = [rest[0]] + rest[3:]
                 return group, rest, parse_qs(url.query)
 
             def do_GET(self):  # noqa: N802 - http.server's naming
@@ -115,8 +146,6 @@ class FakeApiServer(object):
                                                            'namespaced': namespaced, 'kind': kind,
                                                            'verbs': ['get', 'list', 'patch', 'create', 'update']}
                                                           for plural, kind, namespaced in kinds]})
-                if rest[1] == 'namespaces' and len(rest) > 3:
-                    rest = [rest[0]] + rest[3:]
                 plural = rest[1]
                 kind = dict((p, k) for p, k, _n in kinds).get(plural)
                 if len(rest) == 2:
@@ -139,9 +168,11 @@ class FakeApiServer(object):
                 obj = api.get(group_version, rest[1], rest[2])
                 if obj is None:
                     return self._send(404, {'kind': 'Status', 'code': 404, 'reason': 'NotFound'})
-                if self.headers.get('Content-Type') != 'application/merge-patch+json':
-                    return self._send(415, {'kind': 'Status', 'code': 415, 'message': 'only merge patches here'})
-                patched = merge_patch(obj, body)
+                apply_patch = PATCHES.get(self.headers.get('Content-Type'))
+                if apply_patch is None:
+                    return self._send(415, {'kind': 'Status', 'code': 415,
+                                            'message': 'only merge and strategic merge patches here'})
+                patched = apply_patch(obj, body)
                 patched['metadata']['resourceVersion'] = str(int(obj['metadata'].get('resourceVersion', '1')) + 1)
                 if query.get('dryRun') != ['All']:
                     api.add(group_version, rest[1], patched)

@@ -178,3 +178,95 @@ def test_verify_names_what_is_missing(cluster, tmp_path):
     code, output = play(cluster, tmp_path, str(tmp_path / 'verify.yml'), extra={'network_operator_wait_timeout': 10})
     assert code != 0
     assert 'After 10 s in namespace nvidia-network-operator: not ready: mofed-ubuntu22.04-ds' in output
+
+
+# ------------------------------------------------------------------ spiderpool
+
+SPIDERPOOL_RESOURCES = ['spidernet.io/shared_cx5_gpu%d' % gpu for gpu in range(1, 9)]
+SPIDERPOOL = '''
+- name: Spiderpool cluster calls
+  hosts: all
+  gather_facts: false
+  vars:
+    spiderpool_kubeconfig: %(kubeconfig)s
+    spiderpool_wait_timeout: 10
+    spiderpool_build:
+      calico_patch:
+        spec: {template: {spec: {containers: [{name: calico-node, env: [
+          {name: IP_AUTODETECTION_METHOD, value: kubernetes-internal-ip}]}]}}}
+      helm_values: {spiderpoolController: {name: spiderpool-controller}}
+      resources: %(resources)s
+  tasks:
+    - name: Calico
+      ansible.builtin.include_role:
+        name: gpunet.rdma.spiderpool
+        tasks_from: calico.yml
+
+    - name: Stand in for a changed helm release
+      ansible.builtin.debug:
+        msg: values changed
+      changed_when: restart | default(false) | bool
+      notify: Restart the Spiderpool controller
+
+    - name: Run the handlers
+      ansible.builtin.meta: flush_handlers
+
+    - name: Verify
+      ansible.builtin.include_role:
+        name: gpunet.rdma.spiderpool
+        tasks_from: verify.yml
+'''
+
+
+def spiderpool_cluster(api, tmp_path):
+    api.add('apps/v1', 'daemonsets', {
+        'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': 'calico-node', 'namespace': 'kube-system',
+                                                                   'resourceVersion': '1'},
+        'spec': {'template': {'spec': {'containers': [{'name': 'calico-node', 'image': 'calico/node:v3.28.0', 'env': [
+            {'name': 'CALICO_NETWORKING_BACKEND', 'value': 'bird'},
+            {'name': 'IP_AUTODETECTION_METHOD', 'value': 'first-found'}]}]}}}})
+    api.add('apps/v1', 'deployments', {
+        'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'spiderpool-controller',
+                                                                    'namespace': 'spiderpool', 'resourceVersion': '1'},
+        'spec': {'template': {'metadata': {'labels': {'app': 'spiderpool-controller'}}}}})
+    resources = [{'group': 'roce_a100', 'hosts': ['roce-1'], 'resource': r, 'if_names': ['enp%ds0f0np0' % (10 + g)]}
+                 for g, r in enumerate(SPIDERPOOL_RESOURCES, 1)]
+    playbook = tmp_path / 'spiderpool.yml'
+    playbook.write_text(SPIDERPOOL % {'kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')),
+                                      'resources': json.dumps(resources)})
+    return str(playbook)
+
+
+def roce_node(resources):
+    return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'roce-1'},
+            'status': {'allocatable': dict((r, '100') for r in resources)}}
+
+
+def test_spiderpool_calico_patch_restart_and_verify(cluster, tmp_path):
+    playbook = spiderpool_cluster(cluster, tmp_path)
+    cluster.add('v1', 'nodes', roce_node(SPIDERPOOL_RESOURCES))
+    code, output = play(cluster, tmp_path, playbook, extra={'restart': True})
+    assert code == 0, output
+    calico = cluster.get('apps/v1', 'daemonsets', 'calico-node')['spec']['template']['spec']['containers'][0]
+    assert calico['env'] == [{'name': 'CALICO_NETWORKING_BACKEND', 'value': 'bird'},
+                             {'name': 'IP_AUTODETECTION_METHOD', 'value': 'kubernetes-internal-ip'}]
+    assert calico['image'] == 'calico/node:v3.28.0'
+    controller = cluster.get('apps/v1', 'deployments', 'spiderpool-controller')
+    assert 'gpunet.rdma/restarted-at' in controller['spec']['template']['metadata']['annotations']
+    assert [details['content_type'] for method, path, details in cluster.requests
+            if method == 'PATCH' and 'calico-node' in path] == ['application/strategic-merge-patch+json']
+    # Again, without a values change: nothing to change, no restart.
+    code, output = play(cluster, tmp_path, playbook)
+    assert code == 0, output
+    assert 'changed=0' in output
+    assert cluster.get('apps/v1', 'deployments', 'spiderpool-controller')['metadata']['resourceVersion'] == '2'
+
+
+def test_spiderpool_verify_names_the_missing_resource(cluster, tmp_path):
+    playbook = spiderpool_cluster(cluster, tmp_path)
+    cluster.add('v1', 'nodes', roce_node(SPIDERPOOL_RESOURCES[:7]))
+    code, output = play(cluster, tmp_path, playbook)
+    assert code != 0
+    assert ('roce-1: no spidernet.io/shared_cx5_gpu8 in allocatable: the shared device plugin found none of '
+            'enp18s0f0np0') in output
+    assert 'shared_cx5_gpu7 in allocatable' not in output

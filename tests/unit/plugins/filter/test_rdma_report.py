@@ -362,3 +362,27 @@ def test_report_shows_the_cluster_stage():
     assert '| v1 | ib_v100 | rdma/rdma_v100 | false | 63 | ok |' in text
     assert '| v2 | ib_v100 | rdma/rdma_v100 | true | - | mofed.wait=true |' in text
     assert 'Pending: RDMA resource not reported by Kubernetes on v2.' in text
+
+
+def test_report_shows_spiderpool_next_to_the_network_operator():
+    discovery = check([], [])
+    discovery.update({'host': 'r1', 'source': 'sysfs', 'devices': []})
+    resources = [{'group': 'roce_a100', 'hosts': ['r1'], 'resource': 'spidernet.io/shared_cx5_gpu1', 'gpu': 1,
+                  'if_names': ['enp11s0f0np0'], 'link_types': ['Ethernet'], 'pool': 'gpu1-net11',
+                  'subnet': '172.16.0.0/16', 'network': 'spiderpool/gpu1-macvlan'}]
+    rendered = {'mode': 'render', 'release': '1.2.2', 'manifest_dir': '/x/spiderpool', 'resources': resources}
+    report = rdma_fleet_report([discovery], ['r1'], spiderpool=rendered)
+    assert report['cluster'] is None and report['spiderpool']['resources'][0]['gpu'] == 1
+    assert 'pool' not in report['spiderpool']['resources'][0]
+    text = rdma_report_markdown(report)
+    assert 'Spiderpool 1.2.2: helm values and macvlan networks rendered to /x/spiderpool.' in text
+    assert ('| spidernet.io/shared_cx5_gpu1 | roce_a100 | 1 | 1 | enp11s0f0np0 | spiderpool/gpu1-macvlan | '
+            '172.16.0.0/16 |') in text
+    assert 'NVIDIA Network Operator' not in text
+    applied = dict(rendered, mode='apply', manifest_dir=None, nodes=[
+        {'node': 'r1', 'group': 'roce_a100', 'resource': 'spidernet.io/shared_cx5_gpu1', 'mofed_wait': None,
+         'allocatable': None, 'ok': False, 'problem': 'no spidernet.io/shared_cx5_gpu1 in allocatable'}])
+    report = rdma_fleet_report([discovery], ['r1'], spiderpool=applied)
+    assert report['summary']['cluster_problem_nodes'] == ['r1']
+    assert '| r1 | roce_a100 | spidernet.io/shared_cx5_gpu1 | - | - | no spidernet.io/shared_cx5_gpu1 in allocatable |' \
+        in rdma_report_markdown(report)

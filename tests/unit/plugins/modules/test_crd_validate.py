@@ -46,7 +46,8 @@ def test_problems_fail_with_every_finding(capsys):
     code, result = run({'objects': [network(resourceName=3, resourcename='typo')], 'crds': [CRD],
                         'release': 'network-operator v26.4.1'}, capsys)
     assert code == 1
-    assert result['msg'].startswith('Objects do not match the CRDs of network-operator v26.4.1: HostDeviceNetwork net:')
+    assert result['msg'].startswith(
+        'Objects do not match their schemas (CRDs of network-operator v26.4.1, Kubernetes 1.33): HostDeviceNetwork net:')
     assert "spec.resourceName: 3 is not of type 'string'" in result['msg']
     assert 'spec.resourcename: field not declared by the HostDeviceNetwork CRD' in result['msg']
 
@@ -55,3 +56,33 @@ def test_no_crd_found(tmp_path, capsys):
     (tmp_path / 'empty.yaml').write_text('kind: ConfigMap\n')
     code, result = run({'objects': [network()], 'crd_paths': [str(tmp_path / 'empty.yaml')]}, capsys)
     assert code == 1 and 'No CustomResourceDefinition found' in result['msg']
+
+
+def daemonset(**container):
+    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': 'rdma-tools', 'namespace': 'default'},
+            'spec': {'selector': {'matchLabels': {'app': 'rdma-tools'}},
+                     'template': {'metadata': {'labels': {'app': 'rdma-tools'}},
+                                  'spec': {'containers': [dict({'name': 'rdma-tools', 'image': 'rdma-tools:1'},
+                                                               **container)]}}}}
+
+
+def test_builtin_objects_need_no_crd(capsys):
+    code, result = run({'objects': [daemonset(resources={'limits': {'spidernet.io/shared_cx5_gpu1': 1}})]}, capsys)
+    assert code == 0 and result['crd_count'] == 0
+    assert result['checked'] == [{'kind': 'DaemonSet', 'name': 'rdma-tools', 'problems': []}]
+
+
+def test_builtin_objects_checked_strictly_next_to_custom_ones(capsys):
+    code, result = run({'objects': [network(resourceName='hostdev'), daemonset(securityContext={'capabilitys': {}})],
+                        'crds': [CRD], 'kubernetes_version': '1.30'}, capsys)
+    assert code == 1
+    assert result['checked'][0]['problems'] == []
+    assert result['checked'][1]['problems'] == [
+        "spec.template.spec.containers.0.securityContext: Additional properties are not allowed "
+        "('capabilitys' was unexpected)"]
+    assert 'Kubernetes 1.30' in result['msg']
+
+
+def test_unknown_kubernetes_release(capsys):
+    code, result = run({'objects': [daemonset()], 'kubernetes_version': '0.1'}, capsys)
+    assert code == 1 and 'no schemas for Kubernetes 0.1 in kubernetes-validate' in result['msg']
