@@ -30,30 +30,20 @@ RESOURCES = {
 }
 
 
-def merge_patch(target, patch):
-    """RFC 7386: objects merge recursively, null deletes, everything else (lists too) replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+def merge_patch(target, patch, merge_lists=False):
+    """RFC 7386: objects merge recursively, null deletes, everything else (lists too) replaces.
 
-
-def strategic_merge_patch(target, patch):
-    """Kubernetes strategic merge for the lists these roles patch: items with a ``name`` merge by name."""
-    named = isinstance(patch, list) and isinstance(target, list) and all(
-        isinstance(item, dict) and 'name' in item for item in patch + target)
-    if named:
+    With ``merge_lists`` (Kubernetes strategic merge, for the lists these roles patch), lists whose items all
+    have a ``name`` - containers, env - merge item by item on that name.
+    """
+    if merge_lists and isinstance(patch, list) and isinstance(target, list) and all(
+            isinstance(item, dict) and 'name' in item for item in patch + target):
         result = [copy.deepcopy(item) for item in target]
         for item in patch:
             names = [existing['name'] for existing in result]
             if item['name'] in names:
                 position = names.index(item['name'])
-                result[position] = strategic_merge_patch(result[position], item)
+                result[position] = merge_patch(result[position], item, merge_lists)
             else:
                 result.append(copy.deepcopy(item))
         return result
@@ -64,8 +54,12 @@ def strategic_merge_patch(target, patch):
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = strategic_merge_patch(result.get(key), value)
+            result[key] = merge_patch(result.get(key), value, merge_lists)
     return result
+
+
+def strategic_merge_patch(target, patch):
+    return merge_patch(target, patch, merge_lists=True)
 
 
 PATCHES = {'application/merge-patch+json': merge_patch, 'application/strategic-merge-patch+json': strategic_merge_patch}
