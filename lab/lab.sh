@@ -54,7 +54,8 @@ run() {
     skip=(-e gpunet_rdma_cluster=false)
   fi
   ansible-playbook -i "$inventory" playbooks/site.yml "${skip[@]}" -e "rdma_discovery_report_dir=$report_dir" \
-    -e "network_operator_manifest_dir=$manifest_dir" -e "spiderpool_manifest_dir=$manifest_dir/spiderpool" || rc=$?
+    -e "network_operator_manifest_dir=$manifest_dir" -e "spiderpool_manifest_dir=$manifest_dir/spiderpool" \
+    -e "rdma_validate_manifest_dir=$manifest_dir/validation" || rc=$?
   echo
   if [ -f "$report_dir/rdma-fleet-report.md" ]; then
     cat "$report_dir/rdma-fleet-report.md"
@@ -68,7 +69,7 @@ run() {
     fi
   done
   if [ -d "$manifest_dir" ] && [ ${#skip[@]} -eq 0 ]; then
-    echo "lab: Kubernetes manifests rendered to $manifest_dir (Network Operator; Spiderpool in spiderpool/):"
+    echo "lab: Kubernetes manifests rendered to $manifest_dir (Network Operator; spiderpool/; validation/: pods, MPIJob, Volcano Job):"
     find "$manifest_dir" -type f -printf 'lab:   %P\n' | sort
   fi
   echo "lab: nodes left running for inspection (podman exec -it lab-a100-1 bash); remove them with: make lab-clean"

@@ -34,14 +34,14 @@ def rdma_check(ports, expectation=None, group_names=None, group_expectations=Non
 
 
 def rdma_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None,
-                      cluster=None, spiderpool=None):
+                      cluster=None, spiderpool=None, validation=None, pod_validation=None):
     missing = [r for r in results if not isinstance(r, dict) or 'host' not in r or 'verdict' not in r]
     if missing:
         raise AnsibleFilterError('rdma_fleet_report: every result needs "host" and "verdict" (the rdma_check output '
                                  'plus the host name); got %r' % missing[0])
     return build_fleet_report(list(results), list(all_hosts), list(firmware or []), list(runtime or []),
                               list(ofed or []), list(netns or []), list(gpudirect or []), cluster or None,
-                              spiderpool or None)
+                              spiderpool or None, list(validation or []), list(pod_validation or []))
 
 
 def rdma_firmware_result(module_results, host, apply, wanted=None, previous=None):

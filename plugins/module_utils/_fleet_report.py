@@ -263,8 +263,20 @@ def cluster_state(record):
     }
 
 
+_VALIDATION_KEYS = ('kind', 'host', 'server', 'device', 'port', 'netdev', 'average_gbps', 'line_rate_gbps',
+                    'line_rate_pct', 'memlock', 'ok', 'problem')
+
+
+def validation_state(records, pod_results=None):
+    """Every bandwidth test of the run (host records' ``tests`` and the pod-level results), or None."""
+    tests = [test for record in records or [] for test in record.get('tests') or []] + list(pod_results or [])
+    if not records and not pod_results:
+        return None
+    return [dict((k, test.get(k)) for k in _VALIDATION_KEYS) for test in tests]
+
+
 def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None,
-                       cluster=None, spiderpool=None):
+                       cluster=None, spiderpool=None, validation=None, pod_validation=None):
     """Assemble the fleet report from the per-host results.
 
     ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
@@ -275,7 +287,8 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
     (``containerd_memlock_result``), when the runtime stage ran; ``ofed``, ``netns``
     and ``gpudirect`` the driver stage records (``ofed_result``, ``rdma_netns_result``,
     ``gpudirect_result``); ``cluster`` the cluster stage's ``network_operator_result`` and ``spiderpool``
-    its ``spiderpool_result``.
+    its ``spiderpool_result``; ``validation`` the hosts' ``rdma_validate_result`` and ``pod_validation`` the
+    pod-level results.
     """
     by_host = dict((r['host'], dict(r)) for r in results)
     firmware_by_host = dict((f['host'], f) for f in firmware or [])
@@ -313,10 +326,13 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
             'netns_reboot_pending_hosts': [h['host'] for h in hosts if _driver(h, 'netns', 'reboot_pending')],
             'cluster_problem_nodes': [n['node'] for record in (cluster, spiderpool)
                                       for n in (cluster_state(record) or {}).get('nodes', []) if not n['ok']],
+            'validation_failed': ['%s %s' % (t['host'], t['device'])
+                                  for t in validation_state(validation, pod_validation) or [] if not t['ok']],
         },
         'hosts': hosts,
         'cluster': cluster_state(cluster),
         'spiderpool': cluster_state(spiderpool),
+        'validation': validation_state(validation, pod_validation),
     }
 
 
@@ -485,6 +501,31 @@ def _cluster_section(report):
     return lines
 
 
+def _test_status(test):
+    if test['ok']:
+        return 'ok'
+    return test['problem'] or 'failed'
+
+
+def _validation_section(report):
+    tests = report.get('validation')
+    if tests is None:
+        return []
+    lines = ['', '## Validation', '']
+    if not tests:
+        return lines + ['No bandwidth test ran (check mode, or no ACTIVE port of the expected link layer).']
+    lines += ['| host | test | device | port | netdev | Gb/s | line rate | % of line rate | memlock | status |',
+              '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for test in tests:
+        kind = test['kind'] if test['kind'] != 'pair' else 'pair from %s' % test['server']
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+            test['host'], kind, test['device'], test['port'], test['netdev'], test['average_gbps'],
+            ('%g Gb/s' % test['line_rate_gbps']) if test['line_rate_gbps'] else None,
+            ('%.1f %%' % test['line_rate_pct']) if test['line_rate_pct'] is not None else None,
+            test['memlock'], _test_status(test))))
+    return lines
+
+
 def render_markdown(report):
     """Render the fleet report as Markdown (stable output: same report, same bytes)."""
     summary = report['summary']
@@ -500,7 +541,8 @@ def render_markdown(report):
                ('OFED driver waits for a restart or reboot', summary.get('driver_restart_pending_hosts')),
                ('OFED needs a rebuild for the running kernel', summary.get('driver_kernel_mismatch_hosts')),
                ('RDMA netns mode waits for a reboot', summary.get('netns_reboot_pending_hosts')),
-               ('RDMA resource not reported by Kubernetes', summary.get('cluster_problem_nodes'))]
+               ('RDMA resource not reported by Kubernetes', summary.get('cluster_problem_nodes')),
+               ('bandwidth below the line rate threshold', summary.get('validation_failed'))]
     lines += ['Pending: %s on %s.' % (what, ', '.join(hosts)) for what, hosts in pending if hosts]
     lines += [
         '',
@@ -530,6 +572,7 @@ def render_markdown(report):
     lines += _firmware_section(report)
     lines += _drivers_section(report)
     lines += _cluster_section(report)
+    lines += _validation_section(report)
     failing = [h for h in report['hosts'] if h['problems']]
     lines += ['', '## Hosts that miss expectations', '']
     if not failing:

@@ -144,7 +144,7 @@ def test_fleet_report_summary(tmp_path, hardware):
                                  'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
                                  'firmware_pending_hosts': [], 'runtime_restart_pending_hosts': [],
                                  'driver_restart_pending_hosts': [], 'driver_kernel_mismatch_hosts': [],
-                                 'netns_reboot_pending_hosts': [], 'cluster_problem_nodes': []}
+                                 'netns_reboot_pending_hosts': [], 'cluster_problem_nodes': [], 'validation_failed': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
@@ -386,3 +386,25 @@ def test_report_shows_spiderpool_next_to_the_network_operator():
     assert report['summary']['cluster_problem_nodes'] == ['r1']
     assert '| r1 | roce_a100 | spidernet.io/shared_cx5_gpu1 | - | - | no spidernet.io/shared_cx5_gpu1 in allocatable |' \
         in rdma_report_markdown(report)
+
+
+def test_report_shows_the_line_rate_of_every_test(recorded):
+    from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_line_rate, rdma_pod_result
+    discovery = check([], [])
+    discovery.update({'host': 'v1', 'source': 'sysfs', 'devices': []})
+    loopback = dict(rdma_line_rate(recorded('seed003-v100-ib-write-bw-loopback.txt'), 100, 90),
+                    kind='loopback', host='v1', device='mlx5_1', port=1, netdev='ibp94s0f1')
+    pair = dict(rdma_line_rate(recorded('seed003-a100-ib-write-bw-loopback.txt'), 200, 95),
+                kind='pair', host='a2', server='a1', device='mlx5_1', port=1, netdev='ibp141s0')
+    pod = dict(rdma_pod_result('ulimit -l: 64\n' + recorded('seed003-mr-failure.txt'), 100, 90),
+               kind='pod', host='ib_v100', device='mlx5_0', port=1, netdev=None)
+    report = rdma_fleet_report([discovery], ['v1'], validation=[{'host': 'v1', 'tests': [loopback]},
+                                                                {'host': 'a2', 'tests': [pair]}],
+                               pod_validation=[pod])
+    assert report['summary']['validation_failed'] == ['a2 mlx5_1', 'ib_v100 mlx5_0']
+    text = rdma_report_markdown(report)
+    assert '| v1 | loopback | mlx5_1 | 1 | ibp94s0f1 | 94.71 | 100 Gb/s | 94.7 % | - | ok |' in text
+    assert '| a2 | pair from a1 | mlx5_1 | 1 | ibp141s0 | 183.61 | 200 Gb/s | 91.8 % | - | 183.61 Gb/s is 91.8 %' in text
+    assert '| ib_v100 | pod | mlx5_0 | 1 | - | - | 100 Gb/s | - | 64 | ulimit -l is 64 KiB (the kernel default)' in text
+    assert 'Pending: bandwidth below the line rate threshold on a2 mlx5_1, ib_v100 mlx5_0.' in text
+    assert '## Validation' not in rdma_report_markdown(rdma_fleet_report([discovery], ['v1']))

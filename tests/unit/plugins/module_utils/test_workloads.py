@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Pod-level checks and workload templates, checked against the Kubernetes core schemas."""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_validation_manifests
+from ansible_collections.gpunet.rdma.plugins.module_utils._core_schema import validate_builtin
+
+V100_PORTS = [{'device': 'mlx5_0', 'port': 1, 'netdev': 'ibp94s0f0', 'state': 'ACTIVE', 'link_layer': 'InfiniBand',
+               'rate_gbps': 100},
+              {'device': 'mlx5_1', 'port': 1, 'netdev': 'ibp94s0f1', 'state': 'ACTIVE', 'link_layer': 'InfiniBand',
+               'rate_gbps': 100}]
+ROCE_PORTS = [{'device': 'mlx5_%d' % i, 'port': 1, 'netdev': 'enp%ds0f0np0' % (11 + i), 'state': 'ACTIVE',
+               'link_layer': 'Ethernet', 'rate_gbps': 100} for i in range(8)]
+NETWORK_OPERATOR = {'resources': [{'group': 'ib_v100', 'hosts': ['v1', 'v2'], 'resource': 'rdma/rdma_v100',
+                                   'if_names': ['ibp94s0f0', 'ibp94s0f1']}]}
+SPIDERPOOL = {'resources': [{'group': 'roce_a100', 'hosts': ['r1'], 'resource': 'spidernet.io/shared_cx5_gpu%d' % g,
+                             'if_names': ['enp%ds0f0np0' % (10 + g)], 'network': 'spiderpool/gpu%d-macvlan' % g}
+                            for g in range(1, 9)]}
+PORTS = {'v1': V100_PORTS, 'v2': V100_PORTS, 'r1': ROCE_PORTS}
+OPTIONS = {'image': 'ghcr.io/spidernet-io/rdma-tools:v12.5.7', 'workload_image': 'nvcr.io/nvidia/pytorch:24.07-py3'}
+
+
+def build():
+    return rdma_validation_manifests(NETWORK_OPERATOR, SPIDERPOOL, PORTS, OPTIONS)
+
+
+def test_groups_come_from_the_cluster_stage_and_the_facts():
+    groups = build()['groups']
+    assert [(g['group'], g['device'], g['hcas'], g['link_layer']) for g in groups] == [
+        ('ib_v100', 'mlx5_0', ['mlx5_0', 'mlx5_1'], 'InfiniBand'),
+        ('roce_a100', 'mlx5_0', ['mlx5_%d' % i for i in range(8)], 'Ethernet')]
+    assert len(groups[1]['resources']) == 8
+    networks = json.loads(groups[1]['annotations']['k8s.v1.cni.cncf.io/networks'])
+    assert networks[7] == {'name': 'gpu8-macvlan', 'namespace': 'spiderpool'}
+
+
+def test_validation_pods_cross_nodes_with_ipc_lock_and_the_resources():
+    pods = build()['pods']
+    assert [(p['kind'], p['metadata']['name']) for p in pods[:3]] == [
+        ('Service', 'rdma-validate-ib-v100'), ('Pod', 'rdma-validate-ib-v100-server'),
+        ('Pod', 'rdma-validate-ib-v100-client')]
+    client = pods[2]['spec']
+    container = client['containers'][0]
+    assert container['securityContext'] == {'capabilities': {'add': ['IPC_LOCK']}}
+    assert container['resources']['limits'] == {'rdma/rdma_v100': 1}
+    assert 'ulimit -l' in container['command'][2]
+    assert container['command'][2].endswith(
+        'exec ib_write_bw -d mlx5_0 -F --report_gbits -s 1048576 server.rdma-validate-ib-v100')
+    assert client['affinity']['podAntiAffinity']['requiredDuringSchedulingIgnoredDuringExecution'][0][
+        'topologyKey'] == 'kubernetes.io/hostname'
+    assert pods[1]['spec']['hostname'] == 'server' and pods[1]['spec']['subdomain'] == 'rdma-validate-ib-v100'
+    roce_client = pods[5]
+    assert 'k8s.v1.cni.cncf.io/networks' in roce_client['metadata']['annotations']
+    assert 'podAntiAffinity' not in roce_client['spec']['affinity']  # one node: both pods on it
+    for obj in pods:
+        assert validate_builtin(obj, '1.33') == [], obj['metadata']['name']
+
+
+def test_workloads_carry_nccl_settings_and_valid_pod_templates():
+    built = build()
+    kinds = [(w['kind'], w['metadata']['name']) for w in built['workloads']]
+    assert kinds == [('MPIJob', 'nccl-tests-ib-v100'), ('Job', 'vllm-rdma-ib-v100'),
+                     ('MPIJob', 'nccl-tests-roce-a100'), ('Job', 'vllm-rdma-roce-a100')]
+    worker = built['workloads'][0]['spec']['mpiReplicaSpecs']['Worker']['template']['spec']['containers'][0]
+    assert {'name': 'NCCL_IB_DISABLE', 'value': '0'} in worker['env']
+    assert {'name': 'NCCL_DEBUG', 'value': 'INFO'} in worker['env']
+    assert {'name': 'NCCL_IB_HCA', 'value': 'mlx5_0,mlx5_1'} in worker['env']
+    assert worker['resources']['limits'] == {'rdma/rdma_v100': 1, 'nvidia.com/gpu': 8}
+    roce_worker = built['workloads'][2]['spec']['mpiReplicaSpecs']['Worker']['template']['spec']['containers'][0]
+    assert {'name': 'NCCL_IB_GID_INDEX', 'value': '3'} in roce_worker['env']
+    volcano = built['workloads'][1]['spec']
+    assert volcano['schedulerName'] == 'volcano' and [t['name'] for t in volcano['tasks']] == ['master', 'worker']
+    assert len(built['workload_pods']) == 8
+    for pod in built['workload_pods']:
+        assert validate_builtin(pod, '1.33') == [], pod['metadata']['name']
+
+
+def test_extra_groups_without_a_cluster_stage():
+    built = rdma_validation_manifests(None, None, {}, dict(OPTIONS, extra_groups=[
+        {'group': 'ib_a100', 'resources': ['rdma/rdma_a100'], 'device': 'mlx5_1'}]))
+    assert [p['metadata']['name'] for p in built['pods']] == [
+        'rdma-validate-ib-a100', 'rdma-validate-ib-a100-server', 'rdma-validate-ib-a100-client']
