@@ -12,6 +12,7 @@ row **recorded in seed 003** for the port's line rate (100 Gb/s: 94.72 / 94.71; 
 a port of another rate has no recording and fails. The device and its port come from the lab's sysfs tree:
 an unknown device or a port that is not ACTIVE fail with perftest's messages, and a memlock limit
 (RLIMIT_MEMLOCK) too small for the buffers fails with "Couldn't allocate MR" as memory registration does.
+Every call is logged to ``<lab root>/firmware/calls.log`` like the firmware doubles' calls.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import os
 import resource
 import socket
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _firmware_state import log_call  # noqa: E402  pylint: disable=wrong-import-position
 
 LAB_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYSFS = os.path.join(LAB_ROOT, 'sys', 'class', 'infiniband')
@@ -98,6 +103,7 @@ def exchange(opts):
 
 
 def main(argv):
+    log_call('ib_write_bw', argv[1:])
     opts = parse(argv[1:])
     rate, link_type = check_device(opts['device'])
     if rate not in RECORDED:

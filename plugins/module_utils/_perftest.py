@@ -118,11 +118,12 @@ def line_rate_result(output, rate_gbps, min_pct, rc=0):
     if not rate_gbps:
         record['problem'] = 'the port\'s line rate is unknown, so the result cannot be judged'
         return record
-    record['line_rate_pct'] = round(100.0 * parsed['average_gbps'] / rate_gbps, 1)
-    if record['line_rate_pct'] < min_pct:
+    share = round(100.0 * parsed['average_gbps'] / rate_gbps, 1)
+    record['line_rate_pct'] = share
+    if share < min_pct:
         record['problem'] = ('%.2f Gb/s is %.1f %% of the %g Gb/s line rate, below %g %%: check the PCIe link '
                              '(lspci -vv LnkSta), the NUMA placement and the MTU' % (
-                                 parsed['average_gbps'], record['line_rate_pct'], rate_gbps, min_pct))
+                                 parsed['average_gbps'], share, rate_gbps, min_pct))
     else:
         record['ok'] = True
     return record

@@ -106,3 +106,18 @@ def test_hosts_without_pending_changes_are_not_listed():
     with open(REPORT) as handle:
         summary = json.load(handle)['summary']
     assert summary['firmware_pending_hosts'] == ['fw-none']
+
+
+def test_validation_ran_ib_write_bw_on_the_active_infiniband_port_only():
+    """Converge and idempotence each ran one loopback test (server and client) on mlx5_1; check mode runs none.
+
+    mlx5_0 is DOWN (and Ethernet until the reboot) and mlx5_bond_0 is Ethernet: not the A100 link layer.
+    """
+    for name in ('fw-none', 'fw-reset', 'fw-reboot', 'fw-fallback'):
+        host = node(name)
+        runs = calls(host, 'ib_write_bw')
+        assert [run[run.index('-d') + 1] for run in runs] == ['mlx5_1'] * 4, name
+        clients = [run for run in runs if run[-1] == '127.0.0.1']
+        assert len(clients) == 2 and all('--report_gbits' in run for run in runs)
+        # No server left behind by a test.
+        assert host.run('pgrep -f ib_write_bw.py').rc == 1

@@ -2,8 +2,8 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Every role's defaults/main.yml and meta/argument_specs.yml (entry point main) name the same variables,
-with the same default values, and every variable carries the role's name as prefix."""
+"""Every role's defaults/main.yml and meta/argument_specs.yml (all entry points together) name the same
+variables, with the same default values in every entry point, and every variable carries the role's name as prefix."""
 
 from __future__ import annotations
 
@@ -23,8 +23,12 @@ def _load(role, *path):
 @pytest.mark.parametrize('role', sorted(os.listdir(ROLES)))
 def test_defaults_and_argument_specs_agree(role):
     defaults = _load(role, 'defaults', 'main.yml')
-    options = _load(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
+    entry_points = _load(role, 'meta', 'argument_specs.yml')['argument_specs']
+    options = {}
+    for entry in entry_points.values():
+        for name, spec in (entry.get('options') or {}).items():
+            options.setdefault(name, []).append(spec)
     assert sorted(defaults) == sorted(options)
     for name, value in defaults.items():
         assert name.startswith(role + '_')
-        assert options[name].get('default') == value, name
+        assert [spec.get('default') for spec in options[name]] == [value] * len(options[name]), name
