@@ -8,7 +8,8 @@ Serves the subset of the Kubernetes REST API that the cluster-stage roles use th
 kubernetes client and kubernetes.core: discovery (/version, /api, /apis, resource lists),
 GET of single objects and lists (404 Status when missing), and PATCH with a JSON merge patch
 (RFC 7386) or a strategic merge patch (lists of named items such as containers and env merge by
-``name``, their patch merge key) honouring ``dryRun=All`` (answered, not stored). Every request is logged.
+``name``, their patch merge key) honouring ``dryRun=All`` (answered, not stored), POST (create, 409 when the
+object exists), DELETE, and a pod's ``log`` subresource (text from ``logs``). Every request is logged.
 An optional hook reacts to stored changes, standing in for an operator.
 """
 
@@ -22,7 +23,8 @@ from urllib.parse import parse_qs, urlparse
 
 # (group, version) -> [(plural, kind, namespaced)]
 RESOURCES = {
-    ('', 'v1'): [('nodes', 'Node', False), ('namespaces', 'Namespace', False)],
+    ('', 'v1'): [('nodes', 'Node', False), ('namespaces', 'Namespace', False), ('pods', 'Pod', True),
+                 ('pods/log', 'Pod', True), ('services', 'Service', True)],
     ('apps', 'v1'): [('daemonsets', 'DaemonSet', True), ('deployments', 'Deployment', True)],
     ('apiextensions.k8s.io', 'v1'): [('customresourcedefinitions', 'CustomResourceDefinition', False)],
     ('mellanox.com', 'v1alpha1'): [
@@ -70,6 +72,7 @@ class FakeApiServer(object):
 
     def __init__(self, on_change=None):
         self.objects = {}
+        self.logs = {}
         self.requests = []
         self.on_change = on_change
         self._server = None
@@ -150,7 +153,40 @@ class FakeApiServer(object):
                 if obj is None:
                     return self._send(404, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Failure', 'code': 404,
                                             'reason': 'NotFound', 'message': '%s "%s" not found' % (plural, rest[2])})
+                if rest[3:] == ['log']:
+                    data = api.logs.get(rest[2], '').encode()
+                    self.send_response(200)
+                    self.send_header('Content-Type', 'text/plain')
+                    self.send_header('Content-Length', str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return None
                 return self._send(200, obj)
+
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                length = int(self.headers.get('Content-Length') or 0)
+                body = json.loads(self.rfile.read(length) or b'null')
+                api.requests.append(('POST', self.path, {'body': body}))
+                group, rest, query = self._route()
+                group_version = '%s/%s' % (group, rest[0]) if group else rest[0]
+                if api.get(group_version, rest[1], body['metadata']['name']) is not None:
+                    return self._send(409, {'kind': 'Status', 'code': 409, 'reason': 'AlreadyExists'})
+                created = copy.deepcopy(body)
+                created['metadata']['resourceVersion'] = '1'
+                if query.get('dryRun') != ['All']:
+                    api.add(group_version, rest[1], created)
+                    if api.on_change:
+                        api.on_change(api, group_version, rest[1], created)
+                return self._send(201, created)
+
+            def do_DELETE(self):  # noqa: N802 - http.server's naming
+                api.requests.append(('DELETE', self.path, None))
+                group, rest, _query = self._route()
+                group_version = '%s/%s' % (group, rest[0]) if group else rest[0]
+                obj = api.objects.pop((group_version, rest[1], rest[2]), None)
+                if obj is None:
+                    return self._send(404, {'kind': 'Status', 'code': 404, 'reason': 'NotFound'})
+                return self._send(200, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Success'})
 
             def do_PATCH(self):  # noqa: N802 - http.server's naming
                 length = int(self.headers.get('Content-Length') or 0)

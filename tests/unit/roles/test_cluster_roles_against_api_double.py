@@ -270,3 +270,81 @@ def test_spiderpool_verify_names_the_missing_resource(cluster, tmp_path):
     assert ('roce-1: no spidernet.io/shared_cx5_gpu8 in allocatable: the shared device plugin found none of '
             'enp18s0f0np0') in output
     assert 'shared_cx5_gpu7 in allocatable' not in output
+
+
+# ------------------------------------------------------------------ rdma_validate pods
+
+POD_CHECK = '''
+- name: Pod-level RDMA check
+  hosts: all
+  gather_facts: false
+  vars:
+    rdma_validate_kubeconfig: %(kubeconfig)s
+    rdma_validate_run_pods: true
+    rdma_validate_timeout: 10
+    rdma_validate_workloads: false
+  tasks:
+    - name: Facts and the cluster stage's record as site.yml leaves them
+      ansible.builtin.set_fact:
+        ansible_facts:
+          rdma_ports:
+            - {device: mlx5_0, port: 1, netdev: ibp94s0f0, state: ACTIVE, link_layer: InfiniBand, rate_gbps: 100}
+        network_operator_result:
+          resources: [{group: ib_v100, hosts: [gpu-v100-01, gpu-v100-02], resource: rdma/rdma_v100,
+                       if_names: [ibp94s0f0]}]
+
+    - name: Pods
+      ansible.builtin.include_role:
+        name: gpunet.rdma.rdma_validate
+        tasks_from: pods.yml
+
+    - name: Show the result
+      ansible.builtin.debug:
+        msg: "RESULT {{ rdma_validate_pod_results | to_json }}"
+      run_once: true
+'''
+
+
+def client_finishes(log):
+    def react(api, group_version, plural, obj):
+        if plural == 'pods' and obj['metadata']['name'].endswith('-client'):
+            api.logs[obj['metadata']['name']] = log
+            api.add(group_version, plural, dict(obj, status={'phase': 'Succeeded'}))
+    return react
+
+
+def pod_check(api, tmp_path):
+    playbook = tmp_path / 'pods.yml'
+    playbook.write_text(POD_CHECK % {'kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig'))})
+    return play(api, tmp_path, str(playbook))
+
+
+def seed_log(name):
+    with open(os.path.join(REPO, 'tests', 'unit', 'fixtures', 'recorded', name)) as handle:
+        return handle.read()
+
+
+def test_pod_check_runs_judges_and_cleans_up(cluster, tmp_path):
+    cluster.on_change = client_finishes('ulimit -l: unlimited\n' + seed_log('seed003-pod-ib-write-bw-1m.txt'))
+    code, output = pod_check(cluster, tmp_path)
+    assert code == 0, output
+    created = [path for method, path, _d in cluster.requests if method == 'POST']
+    assert created == ['/api/v1/namespaces/default/services', '/api/v1/namespaces/default/pods',
+                       '/api/v1/namespaces/default/pods']
+    posted = [d['body'] for method, _p, d in cluster.requests if method == 'POST']
+    client = posted[2]['spec']['containers'][0]
+    assert client['resources']['limits'] == {'rdma/rdma_v100': 1}
+    assert client['securityContext'] == {'capabilities': {'add': ['IPC_LOCK']}}
+    assert ('"line_rate_pct": 93.4' in output and '"memlock": "unlimited"' in output and '"ok": true' in output), output
+    deleted = sorted(path for method, path, _d in cluster.requests if method == 'DELETE')
+    assert deleted == ['/api/v1/namespaces/default/pods/rdma-validate-ib-v100-client',
+                       '/api/v1/namespaces/default/pods/rdma-validate-ib-v100-server',
+                       '/api/v1/namespaces/default/services/rdma-validate-ib-v100']
+
+
+def test_pod_check_explains_a_low_memlock_limit(cluster, tmp_path):
+    cluster.on_change = client_finishes('ulimit -l: 64\n' + seed_log('seed003-mr-failure.txt'))
+    code, output = pod_check(cluster, tmp_path)
+    assert code == 0, output  # recorded; the report (summary.validation_failed) fails the run at its end
+    assert '"ok": false' in output and '"memlock": 64' in output
+    assert 'ulimit -l is 64 KiB (the kernel default), below 1048576 KiB' in output
