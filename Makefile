@@ -34,7 +34,7 @@ FIXTURES := $(patsubst %,$(LAB_FIXTURES)/%.tar.gz,$(PROFILES))
 MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 
 .PHONY: help deps apt venv collection lint sanity unit changelog-lint molecule test lab lab-clean lab-image \
-	lab-fixtures build clean constraints
+	lab-fixtures build clean constraints bench
 
 help:
 	@echo "make test       lint + sanity + unit + molecule (what CI runs)"
@@ -44,6 +44,7 @@ help:
 	@echo "make molecule   every molecule scenario: $(MOLECULE_SCENARIOS)"
 	@echo "make lab        start the simulated cluster and run playbooks/site.yml against it"
 	@echo "make lab-clean  remove the lab containers"
+	@echo "make bench      discovery cost against the ping floor, lab no-op re-run and reboots (not in make test)"
 	@echo "make build      ansible-galaxy collection build"
 
 # ------------------------------------------------------------------ set-up
@@ -119,6 +120,10 @@ lab: deps lab-image lab-fixtures
 
 lab-clean:
 	lab/lab.sh clean
+
+# Not part of make test: minutes of wall time, results in bench/results/ (BENCH_ARGS=--skip-lab: no podman).
+bench: deps lab-image lab-fixtures
+	$(VENV)/bin/python bench/bench.py $(BENCH_ARGS)
 
 build: venv
 	ansible-galaxy collection build --force --output-path $(BUILD)/dist

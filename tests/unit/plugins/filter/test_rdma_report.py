@@ -408,3 +408,37 @@ def test_report_shows_the_line_rate_of_every_test(recorded):
     assert '| ib_v100 | pod | mlx5_0 | 1 | - | - | 100 Gb/s | - | 64 | ulimit -l is 64 KiB (the kernel default)' in text
     assert 'Pending: bandwidth below the line rate threshold on a2 mlx5_1, ib_v100 mlx5_0.' in text
     assert '## Validation' not in rdma_report_markdown(rdma_fleet_report([discovery], ['v1']))
+
+
+def test_check_hosts_in_one_call(tmp_path, hardware):
+    from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import rdma_check_hosts
+    from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+    ports, devices = SysfsReader(hardware('v100', tmp_path / 'v100')).read()
+    hostvars = {
+        'v1': {'rdma_discovery_facts': {'source': 'sysfs'}, 'group_names': ['ib_v100'],
+               'ansible_facts': {'rdma_ports': ports, 'rdma_devices': devices}},
+        'v2': {'rdma_discovery_facts': {'source': 'sysfs'}, 'group_names': ['ib_v100'],
+               'rdma_discovery_expected_ports': {'min_active_ports': 3},
+               'ansible_facts': {'rdma_ports': ports, 'rdma_devices': devices}},
+        'gone': {'group_names': ['ib_v100']},
+        'broken': {'rdma_discovery_facts': {'failed': True}, 'group_names': []},
+    }
+    expectations = {'ib_v100': {'link_layer': 'InfiniBand', 'min_active_ports': 2, 'min_rate_gbps': 100}}
+    results = rdma_check_hosts(['v1', 'v2', 'gone', 'broken', 'unknown'], hostvars, expectations)
+    assert [(r['host'], r['group'], r['verdict'], r['source']) for r in results] == [
+        ('v1', 'ib_v100', 'pass', 'sysfs'), ('v2', 'ib_v100', 'fail', 'sysfs')]
+    assert results[0]['devices'] == devices
+    report = rdma_fleet_report(results, ['v1', 'v2', 'gone', 'broken'])
+    assert report['summary']['failed_hosts'] == ['broken', 'gone', 'v2']
+
+
+def test_stage_records_in_one_pass():
+    from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import rdma_stage_records
+    hostvars = {'a': {'nic_firmware_result': {'host': 'a'}, 'network_operator_result': {'mode': 'render'},
+                      'rdma_validate_result': {'host': 'a', 'tests': []}},
+                'b': {'nic_firmware_result': {'host': 'b'}, 'network_operator_result': {'mode': 'ignored'}}}
+    records = rdma_stage_records(['a', 'b', 'missing'], hostvars)
+    assert records['firmware'] == [{'host': 'a'}, {'host': 'b'}]
+    assert records['cluster'] == {'mode': 'render'} and records['spiderpool'] is None
+    assert records['validation'] == [{'host': 'a', 'tests': []}] and records['ofed'] == []
+    assert records['pod_validation'] is None
