@@ -12,7 +12,8 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpunet/rdma
 SANITY_ROOT := $(BUILD)/sanity/ansible_collections/gpunet/rdma
 LAB_FIXTURES := $(BUILD)/lab-fixtures
-APT_PACKAGES := podman runc debootstrap rsync git shellcheck mstflint containerd uidmap slirp4netns fuse-overlayfs genisoimage
+APT_PACKAGES := podman runc debootstrap rsync git shellcheck mstflint containerd uidmap slirp4netns fuse-overlayfs genisoimage \
+	openssh-client
 
 # The venv's tools first; the collection visible to Ansible as gpunet.rdma; its
 # dependencies come from the `ansible` package inside the venv.
@@ -20,8 +21,11 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export LAB_FIXTURES
-# The upstream CRD schemas the Kubernetes objects are validated against (tests skip, saying why, without them).
-export GPUNET_CRDS_DIR ?= $(abspath $(wildcard $(CURDIR)/../shared/crds))
+# make lab LAB_SCALE=3: three times the lab nodes of every group (lab/lab.sh).
+export LAB_SCALE
+# The upstream CRD schemas the Kubernetes objects are validated against: copies in the repository (tests/crds/README.md
+# names each file's upstream release); set GPUNET_CRDS_DIR to use another copy.
+export GPUNET_CRDS_DIR ?= $(CURDIR)/tests/crds
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
 export PYTHONDONTWRITEBYTECODE := 1
 # Plain logs for CI.
@@ -84,7 +88,10 @@ lint: venv collection
 # downloaded here; ensurepip does the same job.
 sanity: venv
 	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
-	git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ $(SANITY_ROOT)/
+	git ls-files -z --cached --others --exclude-standard | rsync -a --ignore-missing-args --from0 --files-from=- ./ $(SANITY_ROOT)/
+	@# node_extended_resources uses kubernetes.core's doc fragment and module_utils: ansible-test looks for them
+	@# beside the collection.
+	mkdir -p $(SANITY_ROOT)/../../kubernetes && ln -sfn "$$($(VENV)/bin/python -c 'import ansible_collections.kubernetes.core as c; print(c.__path__[0])')" $(SANITY_ROOT)/../../kubernetes/core
 	cd $(SANITY_ROOT) && git init -q && git add -A
 	@cache=$$HOME/.ansible/test/cache; mkdir -p $$cache; \
 	for f in get_pip_24_2.py; do [ -f $$cache/$$f ] || printf 'import ensurepip\nensurepip.bootstrap(upgrade=True)\n' > $$cache/$$f; done

@@ -128,19 +128,16 @@ def lab_reboots(nodes):
     return counts
 
 
-def lab_noop(env, crds):
+def lab_noop(env):
     """The lab's site.yml twice; the second run must change nothing, run no handler and reboot nothing."""
     subprocess.run(['bash', 'lab/lab.sh', 'up'], cwd=REPO, env=env, check=True, capture_output=True)
     timed(['ansible-playbook', '-i', 'inventory/lab', 'lab/prepare.yml'], env)
+    manifests = tempfile.mkdtemp(prefix='bench-manifests-')
     site = ['ansible-playbook', '-i', 'inventory/lab', 'playbooks/site.yml',
-            '-e', 'rdma_discovery_report_dir=%s' % tempfile.mkdtemp(prefix='bench-report-')]
-    if not crds:
-        site += ['-e', 'gpunet_rdma_cluster=false']
-    else:
-        manifests = tempfile.mkdtemp(prefix='bench-manifests-')
-        site += ['-e', 'network_operator_manifest_dir=%s' % manifests,
-                 '-e', 'spiderpool_manifest_dir=%s/spiderpool' % manifests,
-                 '-e', 'rdma_validate_manifest_dir=%s/validation' % manifests]
+            '-e', 'rdma_discovery_report_dir=%s' % tempfile.mkdtemp(prefix='bench-report-'),
+            '-e', 'network_operator_manifest_dir=%s' % manifests,
+            '-e', 'spiderpool_manifest_dir=%s/spiderpool' % manifests,
+            '-e', 'rdma_validate_manifest_dir=%s/validation' % manifests]
     first_s, first = timed(site, env)
     nodes = sorted(recap(first))
     before = lab_reboots(nodes)
@@ -238,7 +235,11 @@ def main():
     results['growth'] = round(results['fleet']['median_discover_s'] / results['fleet_small']['median_discover_s'], 2)
     results['module_read_ms'] = module_read_times(args.workdir)
     if not args.skip_lab:
-        results['lab'] = lab_noop(env, os.path.isdir(os.environ.get('GPUNET_CRDS_DIR', '')))
+        # The cluster stage validates against the upstream CRDs the repository carries (or GPUNET_CRDS_DIR's).
+        env['GPUNET_CRDS_DIR'] = os.environ.get('GPUNET_CRDS_DIR') or os.path.join(REPO, 'tests', 'crds')
+        if not os.path.isdir(env['GPUNET_CRDS_DIR']):
+            sys.exit('bench: GPUNET_CRDS_DIR=%s is not a directory; unset it to use tests/crds' % env['GPUNET_CRDS_DIR'])
+        results['lab'] = lab_noop(env)
         results['rollout'] = rollout_reboots(env)
     os.makedirs(args.results, exist_ok=True)
     with open(os.path.join(args.results, 'bench.json'), 'w') as handle:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The lab: simulated GPU nodes as privileged systemd podman containers, each with
-# a sysfs fixture tree, driven by the same playbooks as a real cluster.
+# a sysfs fixture tree, driven by the same playbooks as a real cluster, over SSH.
 #   lab/lab.sh run     create/start the nodes, unpack fixtures, run playbooks/site.yml, print the report
 #   lab/lab.sh up      create/start the nodes only
 #   lab/lab.sh clean   remove the nodes
+# LAB_SCALE=N starts N times the nodes of every group of inventory/lab/hosts.yml (lab-v100-1 .. lab-v100-2N, ...).
 # Called by `make lab` / `make lab-clean`, which set up the venv and the base image first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,15 +13,59 @@ image="${LAB_BASE_IMAGE:-localhost/gpunet-lab-base:bookworm}"
 inventory="inventory/lab"
 report_dir="${LAB_REPORT_DIR:-$PWD/rdma-report}"
 manifest_dir="${LAB_MANIFEST_DIR:-$PWD/rdma-manifests}"
+scale="${LAB_SCALE:-1}"
+# Written by `up`: every node with its address and the SSH settings (read with the rest of inventory/lab).
+generated="$inventory/nodes.generated.yml"
+ssh_key="$PWD/.build/lab/ssh/id_ed25519"
 
 lab_nodes() {
-  ansible-inventory -i "$inventory" --list \
-    | python3 -c 'import json,sys; d=json.load(sys.stdin); print("\n".join(sorted(d["_meta"]["hostvars"])))'
+  python3 lab/lab_inventory.py nodes --scale "$scale"
+}
+
+# Ansible reaches the nodes over SSH (key login as root, one ControlPersist connection per node),
+# as it reaches a real cluster; podman only creates them.
+ssh_setup() {
+  local node address addresses
+  mkdir -p "$(dirname "$ssh_key")"
+  [ -f "$ssh_key" ] || ssh-keygen -q -t ed25519 -N '' -C gpunet-lab -f "$ssh_key"
+  addresses="$(mktemp)"
+  echo '{}' > "$addresses"
+  for node in $(lab_nodes); do
+    podman exec "$node" install -d -m 0700 /root/.ssh
+    podman cp "$ssh_key.pub" "$node:/root/.ssh/authorized_keys"
+    podman exec "$node" chmod 0600 /root/.ssh/authorized_keys
+    podman exec "$node" systemctl start ssh
+    address="$(podman container inspect -f '{{.NetworkSettings.IPAddress}}' "$node")"
+    python3 -c 'import json,sys; p,n,a=sys.argv[1:]; d=json.load(open(p)); d[n]=a; json.dump(d,open(p,"w"))' \
+      "$addresses" "$node" "$address"
+  done
+  python3 lab/lab_inventory.py write --scale "$scale" --addresses "$addresses" --key "$ssh_key" --out "$generated"
+  rm -f "$addresses"
+  for node in $(lab_nodes); do
+    address="$(podman container inspect -f '{{.NetworkSettings.IPAddress}}' "$node")"
+    for _ in $(seq 1 30); do
+      if ssh -i "$ssh_key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+          -o LogLevel=ERROR -o ConnectTimeout=2 "root@$address" true 2>/dev/null; then
+        break
+      fi
+      sleep 1
+    done
+  done
+  echo "lab: $(lab_nodes | wc -l) nodes reachable over SSH ($generated)"
 }
 
 up() {
-  local node
-  for node in $(lab_nodes); do
+  local node wanted id name
+  wanted="$(lab_nodes)"
+  # Nodes of a larger LAB_SCALE than this one's go away, so that the lab is what the inventory says.
+  for id in $(podman ps -aq --filter label=gpunet-lab=1 2>/dev/null || true); do
+    name="$(podman container inspect -f '{{.Name}}' "$id")"
+    if ! grep -qx "$name" <<< "$wanted"; then
+      podman rm -f "$id" >/dev/null
+      echo "lab: removed $name (not in a LAB_SCALE=$scale lab)"
+    fi
+  done
+  for node in $wanted; do
     if ! podman container exists "$node"; then
       # Explicit rlimits: this VM lacks CAP_SYS_RESOURCE and podman's defaults exceed its hard limits.
       podman run -d --name "$node" --hostname "$node" --label gpunet-lab=1 \
@@ -33,7 +78,7 @@ up() {
       echo "lab: started $node"
     fi
   done
-  for node in $(lab_nodes); do
+  for node in $wanted; do
     for _ in $(seq 1 60); do
       state=$(podman exec "$node" systemctl is-system-running 2>/dev/null || true)
       case "$state" in running|degraded) break ;; esac
@@ -41,19 +86,21 @@ up() {
     done
     echo "lab: $node systemd ${state:-unknown}"
   done
+  ssh_setup
 }
 
 run() {
   up
   ansible-playbook -i "$inventory" lab/prepare.yml
   rc=0
-  # The cluster stage renders (no API server here) and validates against the upstream CRDs.
-  skip=()
-  if [ ! -d "${GPUNET_CRDS_DIR:-}" ]; then
-    echo "lab: GPUNET_CRDS_DIR is not set to the upstream CRDs (../shared/crds): skipping the cluster stage"
-    skip=(-e gpunet_rdma_cluster=false)
+  # The cluster stage renders (no API server here) and validates against the upstream CRDs, which the
+  # repository carries in tests/crds (GPUNET_CRDS_DIR points elsewhere only when set on purpose).
+  export GPUNET_CRDS_DIR="${GPUNET_CRDS_DIR:-$PWD/tests/crds}"
+  if [ ! -d "$GPUNET_CRDS_DIR" ]; then
+    echo "lab: GPUNET_CRDS_DIR=$GPUNET_CRDS_DIR is not a directory; unset it to use the repository's tests/crds" >&2
+    return 1
   fi
-  ansible-playbook -i "$inventory" playbooks/site.yml "${skip[@]}" -e "rdma_discovery_report_dir=$report_dir" \
+  ansible-playbook -i "$inventory" playbooks/site.yml -e "rdma_discovery_report_dir=$report_dir" \
     -e "network_operator_manifest_dir=$manifest_dir" -e "spiderpool_manifest_dir=$manifest_dir/spiderpool" \
     -e "rdma_validate_manifest_dir=$manifest_dir/validation" || rc=$?
   echo
@@ -68,7 +115,7 @@ run() {
       echo "lab: $node: a container started through containerd has ulimit -l = $(podman exec "$node" sh /opt/gpunet-lab/memlock-probe.sh) KiB"
     fi
   done
-  if [ -d "$manifest_dir" ] && [ ${#skip[@]} -eq 0 ]; then
+  if [ -d "$manifest_dir" ]; then
     echo "lab: Kubernetes manifests rendered to $manifest_dir (Network Operator; spiderpool/; validation/: pods, MPIJob, Volcano Job):"
     find "$manifest_dir" -type f -printf 'lab:   %P\n' | sort
   fi
@@ -83,6 +130,7 @@ clean() {
     podman rm -f "${ids[@]}" >/dev/null
     echo "lab: removed ${#ids[@]} lab nodes"
   fi
+  rm -f "$generated"
 }
 
 case "${1:-}" in

@@ -16,6 +16,8 @@ kernel would show for them:
     devices/<pci path>/net/<netdev>/{operstate,carrier,dev_port,dev_id,...}
     class/net/<netdev>          -> ../../devices/<pci path>/net/<netdev>
     bus/pci/devices/<function>  -> ../../../devices/<pci path>
+    devices/<pci path>/{sriov_totalvfs,sriov_numvfs,virtfn<N> -> ../<vf function>}   (SR-IOV PF)
+    devices/<pci path>/physfn   -> ../<pf function>                                      (SR-IOV VF)
 
 A device's ``firmware`` section becomes ``firmware/<pci>.json``, the state of
 the firmware test doubles in ``lab/doubles`` (mlxconfig, mlxfwreset, mst and a
@@ -44,7 +46,8 @@ PORT_STATES = {'NOP': 0, 'DOWN': 1, 'INIT': 2, 'ARMED': 3, 'ACTIVE': 4, 'ACTIVE_
 PHYS_STATES = {'Sleep': 1, 'Polling': 2, 'Disabled': 3, 'PortConfigurationTraining': 4, 'LinkUp': 5,
                'LinkErrorRecovery': 6, 'Phy Test': 7}
 DOUBLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'doubles')
-# Named values of enum firmware parameters, as mlxconfig prints them.
+# Named values of enum firmware parameters a hardware profile may give by name (ConnectX-3 had VPI(3); the
+# doubles print the names current tools know, from their parameter table).
 FIRMWARE_ENUMS = {'LINK_TYPE': {'IB': 1, 'ETH': 2, 'VPI': 3}}
 # A fixed timestamp keeps archives byte-identical between builds, so unpacking
 # them again on a lab node changes nothing.
@@ -107,6 +110,10 @@ def _device(root, device):
     _write(os.path.join(function_dir, 'vendor'), '0x15b3')
     _write(os.path.join(function_dir, 'device'), device.get('pci_device_id', '0x1017'))
     _write(os.path.join(function_dir, 'class'), device.get('pci_class', '0x020700'))
+    if device.get('physfn'):
+        # An SR-IOV virtual function: the kernel links its PCI function to its PF's ("physfn", a sibling on the
+        # same bus) and the PF's to it ("virtfnN", written by _link_virtual_functions).
+        _symlink(os.path.join('..', device['physfn']), os.path.join(function_dir, 'physfn'))
     link = os.path.join(root, 'bus', 'pci', 'devices', function_name)
     if not os.path.lexists(link):
         _symlink(os.path.join('..', '..', '..', 'devices', function_rel), link)
@@ -135,7 +142,40 @@ def build(profile, root):
         _netdev(root, 'virtual', netdev)
     for device in profile.get('devices', []):
         _device(root, device)
+    _link_virtual_functions(root, profile.get('devices', []))
     return root
+
+
+def _link_virtual_functions(root, devices):
+    """The PF side of SR-IOV: sriov_totalvfs, sriov_numvfs and one virtfnN link per VF, numbered in profile order.
+
+    A PF with ``sriov_totalvfs`` but no VF in the profile gets sriov_numvfs 0, as a card with SR-IOV enabled in
+    firmware and no VF created.
+    """
+    by_pci = dict((d['pci_address'], d) for d in devices)
+    children = {}
+    for device in devices:
+        parent = device.get('physfn')
+        if not parent:
+            continue
+        if parent not in by_pci or by_pci[parent].get('physfn'):
+            raise ValueError('%s: physfn %s is not a physical function of this profile' % (device['name'], parent))
+        if device['pci_parent'] != by_pci[parent]['pci_parent']:
+            raise ValueError('%s: a VF sits on the bus of its PF (pci_parent %s)'
+                             % (device['name'], by_pci[parent]['pci_parent']))
+        children.setdefault(parent, []).append(device)
+    for device in devices:
+        vfs = children.get(device['pci_address'], [])
+        if device.get('physfn') or (not vfs and 'sriov_totalvfs' not in device):
+            continue
+        total = device.get('sriov_totalvfs', len(vfs))
+        if len(vfs) > total:
+            raise ValueError('%s: %d VFs, more than sriov_totalvfs %d' % (device['name'], len(vfs), total))
+        function_dir = os.path.join(root, 'devices', device['pci_parent'], device['pci_address'])
+        _write(os.path.join(function_dir, 'sriov_totalvfs'), total)
+        _write(os.path.join(function_dir, 'sriov_numvfs'), len(vfs))
+        for index, vf in enumerate(vfs):
+            _symlink(os.path.join('..', vf['pci_address']), os.path.join(function_dir, 'virtfn%d' % index))
 
 
 def _firmware_param(name, spec):
@@ -171,6 +211,13 @@ def _firmware_param(name, spec):
 
 def build_firmware(profile, root):
     """Write firmware/<pci>.json for every device with a firmware section, the doubles and a boot id."""
+    # The parameters of a card of each generation as a real one printed them, from the doubles' own module
+    # (lab/doubles/_firmware_state.py, which the lab copies to bin/ with the doubles).
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec_of_catalog = importlib.util.spec_from_file_location('_gpunet_lab_firmware_state',
+                                                             os.path.join(DOUBLES, '_firmware_state.py'))
+    catalog = importlib.util.module_from_spec(spec_of_catalog)
+    spec_of_catalog.loader.exec_module(catalog)
     firmware_dir = os.path.join(root, 'firmware')
     os.makedirs(firmware_dir, exist_ok=True)
     per_type = {}
@@ -178,11 +225,13 @@ def build_firmware(profile, root):
         firmware = device['firmware']
         # mst numbers the devices of each type: mt4123_pciconf0, mt4123_pciconf1, mt4117_pciconf0
         index = per_type[device['hca_type']] = per_type.get(device['hca_type'], -1) + 1
+        explicit = dict((name, _firmware_param(name, spec)) for name, spec in firmware['params'].items())
+        params, order = catalog.device_params(firmware['device_type'], explicit)
         state = {
             'device_type': firmware['device_type'], 'name': firmware['name'],
             'description': firmware['description'],
             'mst': '%s_pciconf%d' % (device['hca_type'].lower(), index),
-            'params': dict((name, _firmware_param(name, spec)) for name, spec in firmware['params'].items()),
+            'params': params, 'order': order,
         }
         with open(os.path.join(firmware_dir, device['pci_address'] + '.json'), 'w') as handle:
             json.dump(state, handle, indent=1, sort_keys=True)

@@ -4,6 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Lab test double of mlxfwreset: ``mlxfwreset -d DEVICE -l LEVEL -y r`` activates Next Boot.
 
+Prints what mlxfwreset prints for a level-3 reset (lines as recorded on a ConnectX-4 host).
+
 A file ``<lab root>/firmware/mlxfwreset-unsupported`` makes every reset fail the
 way mlxfwreset does on a device or host that cannot reset live, so the
 fallback to a reboot can be tested.
@@ -16,7 +18,19 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _firmware_state import STATE_DIR, activate, fail, find_device, log_call  # noqa: E402  pylint: disable=wrong-import-position
+from _firmware_state import (  # noqa: E402  pylint: disable=wrong-import-position
+    STATE_DIR,
+    activate,
+    fail,
+    find_device,
+    log_call,
+)
+
+LEVELS = {
+    '0': 'Driver, PCI link, network link will remain up ("live-Patch")',
+    '3': 'Driver restart and PCI reset',
+    '4': 'Warm Reboot',
+}
 
 
 def main(argv):
@@ -39,16 +53,22 @@ def main(argv):
     if path is None:
         fail('Failed to open device: %s' % device)
     if command in ('q', 'query'):
-        sys.stdout.write('Reset-levels:\n0: Driver, PCI link, network link will remain up ("live-Patch")  -Supported\n'
-                         '3: Driver restart and PCI reset                                      -Supported\n')
+        sys.stdout.write('Reset-levels:\n')
+        for number, text in sorted(LEVELS.items()):
+            sys.stdout.write('%s: %-67s-%s\n' % (number, text, 'Supported' if number == '3' else 'Not Supported'))
         return 0
     if command not in ('r', 'reset') or not assume_yes:
         fail('usage: mlxfwreset -d DEVICE -l LEVEL -y r', 1)
     if level not in (None, '3') or os.path.exists(os.path.join(STATE_DIR, 'mlxfwreset-unsupported')):
         fail('Reset level %s is not supported for this device' % level, 1)
+    shown = device[5:] if device.startswith('0000:') else device
+    sys.stdout.write('\n%s reset level for device, %s:\n\n3: %s\nContinue with reset?[y/N] y\n'
+                     % ('Requested' if level else 'Minimal', shown, LEVELS['3']))
     activate(path)
-    sys.stdout.write('-I- Sending Reset Command To Fw             -Done\n-I- Restarting MST                          -Done\n'
-                     '-I- FW was loaded successfully.\n')
+    for step, outcome in (('Sending Reset Command To Fw', 'Done'), ('Stopping Driver', 'Done'),
+                          ('Resetting PCI', 'Done'), ('Starting Driver', 'Done'), ('Restarting MST', 'Skipped')):
+        sys.stdout.write('-I- %-40s-%s\n' % (step, outcome))
+    sys.stdout.write('-I- FW was loaded successfully.\n')
     return 0
 
 

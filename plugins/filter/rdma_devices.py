@@ -12,9 +12,12 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import
 
 
 def rdma_pci_functions(devices, selectors=None):
+    if selectors is not None and isinstance(selectors, str):
+        # A single name is a common slip in group_vars (nic_firmware_devices: mlx5_0); treat it as a list of one.
+        selectors = [selectors]
     try:
-        return select_pci_functions(list(devices or []), list(selectors or []))
-    except ValueError as exc:
+        return select_pci_functions(devices if devices is not None else [], selectors or [])
+    except (TypeError, ValueError) as exc:
         raise AnsibleFilterError('rdma_pci_functions: %s' % exc)
 
 

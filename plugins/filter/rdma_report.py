@@ -20,6 +20,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
     render_markdown,
     resolve_expectation,
 )
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError
 
 
 def rdma_check(ports, expectation=None, group_names=None, group_expectations=None):
@@ -33,8 +34,15 @@ def rdma_check(ports, expectation=None, group_names=None, group_expectations=Non
     return result
 
 
-def rdma_check_hosts(hosts, hostvars, group_expectations=None):
-    """rdma_check for every host that ran the facts module (registered ``rdma_discovery_facts``), in one call."""
+def rdma_check_hosts(hosts, hostvars, fabrics=None):
+    """rdma_check for every host that ran the facts module (registered ``rdma_discovery_facts``), in one call.
+
+    A host's expectation is its own ``rdma_discovery_expected_ports`` or else the ``expected_ports`` of its GPU
+    group's fabric (``fabrics``: the ``groups`` of ``rdma_fabrics``); it is reported under that group.
+    """
+    groups = (fabrics or {})
+    expectations = dict((name, fabric.get('expected_ports')) for name, fabric in groups.items())
+    group_of = dict((host, name) for name, fabric in groups.items() for host in fabric.get('hosts') or [])
     results = []
     for host in hosts or []:
         try:
@@ -45,54 +53,25 @@ def rdma_check_hosts(hosts, hostvars, group_expectations=None):
         if not facts or facts.get('failed') or facts.get('skipped'):
             continue
         gathered = host_vars.get('ansible_facts') or {}
+        group_names = list(host_vars.get('group_names') or [])
+        if host in group_of:
+            group_names = [group_of[host]] + [g for g in group_names if g != group_of[host]]
         result = rdma_check(gathered.get('rdma_ports') or [], host_vars.get('rdma_discovery_expected_ports') or None,
-                            host_vars.get('group_names') or [], group_expectations)
+                            group_names, expectations)
         result.update(host=host, source=facts.get('source'), devices=list(gathered.get('rdma_devices') or []))
         results.append(result)
     return results
 
 
-# Per-host records of the later stages: hostvars name -> report parameter, and whether the first one is enough.
-STAGE_RECORDS = (('nic_firmware_result', 'firmware', False), ('containerd_memlock_result', 'runtime', False),
-                 ('ofed_result', 'ofed', False), ('rdma_netns_result', 'netns', False),
-                 ('gpudirect_result', 'gpudirect', False), ('network_operator_result', 'cluster', True),
-                 ('spiderpool_result', 'spiderpool', True), ('rdma_validate_result', 'validation', False),
-                 ('rdma_validate_pod_results', 'pod_validation', True))
-
-
-def rdma_stage_records(hosts, hostvars):
-    """Every later stage's records from the hosts' variables, in one pass (the report's stage parameters)."""
-    records = dict((parameter, None if single else []) for _name, parameter, single in STAGE_RECORDS)
-    for host in hosts or []:
-        try:
-            host_vars = hostvars[host]
-        except KeyError:
-            continue
-        for name, parameter, single in STAGE_RECORDS:
-            value = host_vars.get(name)
-            if value is None:
-                continue
-            if not single:
-                records[parameter].append(value)
-            elif records[parameter] is None:
-                records[parameter] = value
-    return records
-
-
-def rdma_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None,
-                      cluster=None, spiderpool=None, validation=None, pod_validation=None, stages=None):
-    if stages:
-        firmware, runtime, ofed, netns, gpudirect = (stages.get(k) for k in ('firmware', 'runtime', 'ofed', 'netns',
-                                                                             'gpudirect'))
-        cluster, spiderpool, validation, pod_validation = (stages.get(k) for k in ('cluster', 'spiderpool',
-                                                                                   'validation', 'pod_validation'))
+def rdma_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
     missing = [r for r in results if not isinstance(r, dict) or 'host' not in r or 'verdict' not in r]
     if missing:
         raise AnsibleFilterError('rdma_fleet_report: every result needs "host" and "verdict" (the rdma_check output '
                                  'plus the host name); got %r' % missing[0])
-    return build_fleet_report(list(results), list(all_hosts), list(firmware or []), list(runtime or []),
-                              list(ofed or []), list(netns or []), list(gpudirect or []), cluster or None,
-                              spiderpool or None, list(validation or []), list(pod_validation or []))
+    try:
+        return build_fleet_report(list(results), list(all_hosts), dict(ledgers or {}), dict(fabrics or {}))
+    except LedgerError as exc:
+        raise AnsibleFilterError('rdma_fleet_report: ledgers: %s' % exc)
 
 
 def rdma_firmware_result(module_results, host, apply, wanted=None, previous=None):
@@ -110,7 +89,6 @@ class FilterModule(object):
         return {
             'rdma_check': rdma_check,
             'rdma_check_hosts': rdma_check_hosts,
-            'rdma_stage_records': rdma_stage_records,
             'rdma_fleet_report': rdma_fleet_report,
             'rdma_report_markdown': rdma_report_markdown,
             'rdma_firmware_result': rdma_firmware_result,

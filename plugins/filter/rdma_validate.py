@@ -33,6 +33,42 @@ def rdma_pod_result(log, rate_gbps, min_pct=90, min_memlock_kib=1048576):
     return record
 
 
+def rdma_perftest_tests(ports, line_rate_gbps=None, tool='ib_write_bw'):
+    """The perftest module's tests for ``rdma_ports`` records: one per port, judged against the line rate given, else
+    the port's own rate."""
+    if isinstance(ports, (str, dict)) or not isinstance(ports, (list, tuple)):
+        raise AnsibleFilterError('rdma_perftest_tests: the input must be a list of rdma_ports records, got %s'
+                                 % type(ports).__name__)
+    tests = []
+    for port in ports:
+        if not isinstance(port, dict) or not port.get('device') or port.get('port') is None:
+            raise AnsibleFilterError('rdma_perftest_tests: every port needs device and port (an rdma_ports record), '
+                                     'got %r' % (port,))
+        rate = line_rate_gbps if line_rate_gbps not in (None, '') else port.get('rate_gbps')
+        tests.append({'device': port['device'], 'port': int(port['port']), 'tool': tool,
+                      'line_rate_gbps': float(rate) if rate not in (None, '') else None})
+    return tests
+
+
+def rdma_perftest_records(results, ports, host, kind='loopback'):
+    """The report's test records from the perftest module's results, with each port's netdev and link layer."""
+    if isinstance(results, (str, dict)) or not isinstance(results, (list, tuple)):
+        raise AnsibleFilterError('rdma_perftest_records: the input must be the results list of gpunet.rdma.perftest, '
+                                 'got %s' % type(results).__name__)
+    by_port = dict(((p.get('device'), p.get('port')), p) for p in ports or [] if isinstance(p, dict))
+    records = []
+    for result in results:
+        if not isinstance(result, dict) or 'device' not in result or 'record' not in result:
+            raise AnsibleFilterError('rdma_perftest_records: %r is not a result of gpunet.rdma.perftest' % (result,))
+        port = by_port.get((result['device'], result.get('port'))) or {}
+        record = dict(result['record'] or {})
+        record.update(kind=kind, host=host, device=result['device'], port=result.get('port'),
+                      netdev=port.get('netdev'), link_layer=port.get('link_layer'), tool=result.get('tool'),
+                      ok=result.get('ok'), problem=result.get('problem'))
+        records.append(record)
+    return records
+
+
 def rdma_validation_manifests(network_operator_result, spiderpool_result, ports_by_host, options=None):
     options = dict(options or {})
     if not options.get('image'):
@@ -53,6 +89,8 @@ class FilterModule(object):
     def filters(self):
         return {
             'rdma_line_rate': rdma_line_rate,
+            'rdma_perftest_tests': rdma_perftest_tests,
+            'rdma_perftest_records': rdma_perftest_records,
             'rdma_pod_result': rdma_pod_result,
             'rdma_validation_manifests': rdma_validation_manifests,
         }

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, check_envelope
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import summary as ledger_summary
+
 EXPECTATION_KEYS = ('link_layer', 'min_active_ports', 'min_rate_gbps', 'devices')
 LINK_LAYERS = ('InfiniBand', 'Ethernet')
 
@@ -275,25 +278,42 @@ def validation_state(records, pod_results=None):
     return [dict((k, test.get(k)) for k in _VALIDATION_KEYS) for test in tests]
 
 
-def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=None, netns=None, gpudirect=None,
-                       cluster=None, spiderpool=None, validation=None, pod_validation=None):
-    """Assemble the fleet report from the per-host results.
+# The controller's ledger (cluster stages, pod-level validation) is reported under this name.
+CONTROLLER = 'localhost'
+# Stages whose detail the report also shows in a section of its own; any other stage shows in the Stages table.
+HOST_SECTIONS = {'firmware': 'firmware', 'runtime': 'runtime', 'ofed': 'drivers', 'netns': 'drivers',
+                 'gpudirect': 'drivers', 'validation': 'validation'}
 
-    ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``,
-    ``source``, ``devices`` and what :func:`evaluate_host` returned); hosts of
-    ``all_hosts`` without a result failed or were unreachable before discovery.
-    ``firmware`` lists the hosts' :func:`firmware_result` records, when the
-    firmware stage ran; ``runtime`` the hosts' container runtime records
-    (``containerd_memlock_result``), when the runtime stage ran; ``ofed``, ``netns``
-    and ``gpudirect`` the driver stage records (``ofed_result``, ``rdma_netns_result``,
-    ``gpudirect_result``); ``cluster`` the cluster stage's ``network_operator_result`` and ``spiderpool``
-    its ``spiderpool_result``; ``validation`` the hosts' ``rdma_validate_result`` and ``pod_validation`` the
-    pod-level results.
+
+def _detail(ledger, stage):
+    entry = (ledger or {}).get(stage)
+    return (entry or {}).get('detail') or None
+
+
+def stage_rows(ledger):
+    """The Stages table of one ledger: stage, status, changed, pending actions (allowed or waiting), problems."""
+    rows = []
+    for name, entry in sorted((ledger or {}).items()):
+        entry = check_envelope(entry, name)
+        rows.append({'stage': name, 'status': entry['status'], 'changed': entry['changed'],
+                     'pending': ['%s%s' % (item['action'], '' if item['allowed'] else ' (waits for permission)')
+                                 for item in entry['pending']],
+                     'problems': entry['problems']})
+    return rows
+
+
+def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
+    """Assemble the fleet report from the discovery results and the stage ledgers.
+
+    ``results`` is a list of per-host dicts (``host``, ``group``, ``expectation``, ``source``, ``devices`` and
+    what :func:`evaluate_host` returned); hosts of ``all_hosts`` without a result failed or were unreachable
+    before discovery. ``ledgers`` maps a host (and ``localhost`` for the controller's stages) to its
+    ``gpunet_rdma_ledger``: every stage is read from there, never from a role's own variables. ``fabrics`` is the
+    ``groups`` part of the fleet's fabrics (generation and line rate per group), for the Groups section.
     """
+    ledgers = dict(ledgers or {})
+    controller = ledgers.get(CONTROLLER) or {}
     by_host = dict((r['host'], dict(r)) for r in results)
-    firmware_by_host = dict((f['host'], f) for f in firmware or [])
-    runtime_by_host = dict((r['host'], r) for r in runtime or [])
-    drivers_by_host = [dict((r['host'], r) for r in records or []) for records in (ofed, netns, gpudirect)]
     hosts = []
     for host in all_hosts:
         result = by_host.get(host)
@@ -301,11 +321,21 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
             result = {'host': host, 'group': None, 'verdict': MISSING, 'expectation': None, 'source': None,
                       'ok_ports': 0, 'ports': [], 'devices': [],
                       'problems': ['no facts: the host failed or was unreachable before discovery finished']}
-        result['firmware'] = firmware_state(firmware_by_host.get(host))
-        result['runtime'] = runtime_state(runtime_by_host.get(host))
-        result['drivers'] = driver_state(*[records.get(host) for records in drivers_by_host])
+        ledger = ledgers.get(host) or {}
+        result['stages'] = stage_rows(ledger)
+        result['firmware'] = firmware_state(_detail(ledger, 'firmware'))
+        result['runtime'] = runtime_state(_detail(ledger, 'runtime'))
+        result['drivers'] = driver_state(_detail(ledger, 'ofed'), _detail(ledger, 'netns'), _detail(ledger, 'gpudirect'))
         hosts.append(result)
     hosts.sort(key=lambda r: r['host'])
+    host_ledgers = dict((h['host'], ledgers.get(h['host']) or {}) for h in hosts)
+    if controller:
+        host_ledgers[CONTROLLER] = controller
+    stages = ledger_summary(host_ledgers)
+    validation_records = [_detail(ledgers.get(h['host']), 'validation') for h in hosts]
+    validation = validation_state([r for r in validation_records if r],
+                                  (_detail(controller, 'pod_validation') or {}).get('results'))
+    cluster, spiderpool = _detail(controller, 'network_operator'), _detail(controller, 'spiderpool')
     counts = dict((v, len([h for h in hosts if h['verdict'] == v])) for v in (PASS, FAIL, UNCHECKED, MISSING))
     failed = [h['host'] for h in hosts if h['verdict'] in (FAIL, MISSING)]
     return {
@@ -318,22 +348,35 @@ def build_fleet_report(results, all_hosts, firmware=None, runtime=None, ofed=Non
             'ports': sum(len(h['ports']) for h in hosts),
             'active_ports': sum(len([p for p in h['ports'] if p.get('state') == 'ACTIVE']) for h in hosts),
             'failed_hosts': failed,
-            'firmware_pending_hosts': [h['host'] for h in hosts if h['firmware'] and h['firmware']['reboot_required']],
-            'runtime_restart_pending_hosts': [h['host'] for h in hosts
-                                              if h['runtime'] and h['runtime']['restart_pending']],
-            'driver_restart_pending_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'restart_pending')],
+            'stages': stages['stages'],
+            'pending': stages['pending'],
+            'failed_stages': stages['failed_stages'],
             'driver_kernel_mismatch_hosts': [h['host'] for h in hosts if _driver(h, 'ofed', 'kernel_mismatch')],
-            'netns_reboot_pending_hosts': [h['host'] for h in hosts if _driver(h, 'netns', 'reboot_pending')],
             'cluster_problem_nodes': [n['node'] for record in (cluster, spiderpool)
                                       for n in (cluster_state(record) or {}).get('nodes', []) if not n['ok']],
             'validation_failed': ['%s %s' % (t['host'], t['device'])
-                                  for t in validation_state(validation, pod_validation) or [] if not t['ok']],
+                                  for t in validation or [] if not t['ok']],
+            'validation_failed_hosts': sorted(set(t['host'] for t in validation or [] if not t['ok'])),
         },
+        'groups': _groups_state(fabrics, hosts),
         'hosts': hosts,
+        'controller': stage_rows(controller),
         'cluster': cluster_state(cluster),
         'spiderpool': cluster_state(spiderpool),
-        'validation': validation_state(validation, pod_validation),
+        'validation': validation,
     }
+
+
+def _groups_state(fabrics, hosts):
+    """Per GPU group: generation, link layer, line rate, RDMA resource, how pods get it, and its hosts' verdicts."""
+    result = []
+    for name, fabric in sorted((fabrics or {}).items()):
+        members = [h for h in hosts if h['host'] in (fabric.get('hosts') or [])]
+        result.append({'group': name, 'generation': fabric.get('generation'), 'link_layer': fabric.get('link_layer'),
+                       'line_rate_gbps': fabric.get('line_rate_gbps'), 'rdma_resource': fabric.get('rdma_resource'),
+                       'kubernetes': fabric.get('kubernetes'), 'hosts': len(members),
+                       'pass': len([h for h in members if h['verdict'] == PASS])})
+    return result
 
 
 def _driver(host, stage, key):
@@ -364,19 +407,17 @@ def _state_cell(port):
     return port.get('state') or port.get('physical_state') or '-'
 
 
-def _firmware_cell(firmware):
-    if not firmware:
-        return '-'
-    if firmware['reboot_required']:
-        return 'pending: %s' % ', '.join(firmware['pending'])
-    return 'as wanted'
-
-
-def _runtime_cell(runtime):
-    if not runtime:
-        return '-'
-    text = '%s memlock %s' % (runtime['engine'], runtime['memlock'])
-    return text + (', restart pending' if runtime['restart_pending'] else '')
+def _runtime_section(report):
+    hosts = [h for h in report['hosts'] if h.get('runtime')]
+    if not hosts:
+        return []
+    lines = ['', '## Container runtime', '', '| host | engine | memlock | runtimes | status |', '| --- | --- | --- | --- | --- |']
+    for host in hosts:
+        runtime = host['runtime']
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+            host['host'], runtime['engine'], runtime['memlock'], ', '.join(runtime['runtimes'] or []) or None,
+            'restart pending' if runtime['restart_pending'] else 'as wanted')))
+    return lines
 
 
 def _firmware_section(report):
@@ -526,6 +567,45 @@ def _validation_section(report):
     return lines
 
 
+def _stages_cell(stages):
+    if not stages:
+        return '-'
+    unusual = ['%s %s' % (row['stage'], row['status']) for row in stages if row['status'] not in ('ok', 'changed')]
+    changed = [row['stage'] for row in stages if row['status'] == 'changed']
+    text = '; '.join(unusual) or '%d as wanted' % len(stages)
+    if changed:
+        text += ' (changed: %s)' % ', '.join(changed)
+    return text
+
+
+def _stages_section(report):
+    rows = [(host['host'], row) for host in report['hosts'] for row in host.get('stages') or []]
+    rows += [('controller', row) for row in report.get('controller') or []]
+    if not rows:
+        return []
+    lines = ['', '## Stages', '', '| host | stage | status | changed | pending | problems |',
+             '| --- | --- | --- | --- | --- | --- |']
+    for host, row in rows:
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+            host, row['stage'], row['status'], 'yes' if row['changed'] else 'no', ', '.join(row['pending']) or None,
+            '; '.join(row['problems']) or None)))
+    return lines
+
+
+def _groups_section(report):
+    groups = report.get('groups') or []
+    if not groups:
+        return []
+    lines = ['', '## Groups', '', '| group | generation | link layer | line rate | RDMA resource | pods get RDMA by | '
+             'hosts | pass |', '| --- | --- | --- | --- | --- | --- | --- | --- |']
+    for group in groups:
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+            group['group'], group['generation'], group['link_layer'],
+            ('%s Gb/s' % _fmt_number(group['line_rate_gbps'])) if group['line_rate_gbps'] else None,
+            group['rdma_resource'], group['kubernetes'], group['hosts'], group['pass'])))
+    return lines
+
+
 def render_markdown(report):
     """Render the fleet report as Markdown (stable output: same report, same bytes)."""
     summary = report['summary']
@@ -536,26 +616,27 @@ def render_markdown(report):
             summary['hosts'], summary['pass'], summary['fail'], summary['unchecked'], summary['no_facts'],
             summary['ports'], summary['active_ports']),
     ]
-    pending = [('firmware changes wait for a firmware reset or reboot', summary.get('firmware_pending_hosts')),
-               ('container runtime waits for a restart', summary.get('runtime_restart_pending_hosts')),
-               ('OFED driver waits for a restart or reboot', summary.get('driver_restart_pending_hosts')),
-               ('OFED needs a rebuild for the running kernel', summary.get('driver_kernel_mismatch_hosts')),
-               ('RDMA netns mode waits for a reboot', summary.get('netns_reboot_pending_hosts')),
-               ('RDMA resource not reported by Kubernetes', summary.get('cluster_problem_nodes')),
-               ('bandwidth below the line rate threshold', summary.get('validation_failed'))]
+    actions = dict(ACTIONS)
+    pending = [('%s pending' % actions[action], hosts) for action, hosts in sorted(
+        (summary.get('pending') or {}).items(), key=lambda item: [name for name, _t in ACTIONS].index(item[0]))]
+    pending += [('OFED needs a rebuild for the running kernel', summary.get('driver_kernel_mismatch_hosts')),
+                ('stage failed', summary.get('failed_stages')),
+                ('RDMA resource not reported by Kubernetes', summary.get('cluster_problem_nodes')),
+                ('bandwidth below the line rate threshold', summary.get('validation_failed'))]
     lines += ['Pending: %s on %s.' % (what, ', '.join(hosts)) for what, hosts in pending if hosts]
+    lines += _groups_section(report)
     lines += [
         '',
         '## Hosts',
         '',
-        '| host | group | expectation | ports meeting it | source | firmware | runtime | verdict |',
-        '| --- | --- | --- | --- | --- | --- | --- | --- |',
+        '| host | group | expectation | ports meeting it | source | stages | verdict |',
+        '| --- | --- | --- | --- | --- | --- | --- |',
     ]
     for host in report['hosts']:
         lines.append('| %s |' % ' | '.join(_cell(v) for v in (
             host['host'], host['group'], describe_expectation(host['expectation']),
-            host['ok_ports'] if host['expectation'] else '-', host['source'], _firmware_cell(host.get('firmware')),
-            _runtime_cell(host.get('runtime')), host['verdict'].upper())))
+            host['ok_ports'] if host['expectation'] else '-', host['source'], _stages_cell(host.get('stages')),
+            host['verdict'].upper())))
     lines += [
         '',
         '## Ports',
@@ -569,8 +650,10 @@ def render_markdown(report):
             lines.append('| %s |' % ' | '.join(_cell(v) for v in (
                 host['host'], host['group'], port['device'], port['port'], _netdev_cell(port), _state_cell(port),
                 port.get('link_layer'), _rate_cell(port), verdict)))
+    lines += _stages_section(report)
     lines += _firmware_section(report)
     lines += _drivers_section(report)
+    lines += _runtime_section(report)
     lines += _cluster_section(report)
     lines += _validation_section(report)
     failing = [h for h in report['hosts'] if h['problems']]

@@ -14,6 +14,7 @@ import json
 import re
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._ip_networks import first_overlap, require_netaddr
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import unknown_link_layer_gap
 
 # The RDMA shared device plugin's link type names for the kernel's link layers.
 LINK_TYPES = {'InfiniBand': 'infiniband', 'Ethernet': 'ether'}
@@ -64,7 +65,7 @@ def group_selectors(ports, link_types=None):
     }
 
 
-def check_resource(entry):
+def check_resource(entry, ports=None):
     """The shared device plugin's own rules for one configList entry."""
     name = entry.get('resourceName')
     if not name or not RESOURCE_NAME.match(str(name)):
@@ -72,8 +73,9 @@ def check_resource(entry):
     if 'selectors' in entry and 'devices' in entry:
         raise NetworkOperatorError('resource %s has both selectors and devices; the plugin accepts only one' % name)
     if 'selectors' not in entry and 'devices' not in entry:
-        raise NetworkOperatorError('resource %s selects no device: no ACTIVE port with a netdev was discovered '
-                                   'in its group' % name)
+        # Ports whose link layer (or state) the discovery source could not tell are not "nothing discovered".
+        raise NetworkOperatorError('resource %s selects no device: %s' % (
+            name, unknown_link_layer_gap(ports) or 'no ACTIVE port with a netdev was discovered in its group'))
     hca_max = entry.get('rdmaHcaMax')
     if not isinstance(hca_max, int) or isinstance(hca_max, bool) or not 0 < hca_max <= 10000:
         raise NetworkOperatorError('resource %s: rdmaHcaMax must be a positive whole number, not %r' % (name, hca_max))
@@ -88,7 +90,7 @@ def shared_device_plugin_config(groups, periodic_update_interval=None):
         selectors = group_selectors(group.get('ports'), group.get('link_types'))
         if selectors:
             entry['selectors'] = selectors
-        check_resource(entry)
+        check_resource(entry, group.get('ports'))
         if entry['resourceName'] in seen:
             raise NetworkOperatorError('resource %s is defined twice' % entry['resourceName'])
         seen.add(entry['resourceName'])

@@ -12,6 +12,14 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    HostReadError,
+    decode_text,
+    describe_os_error,
+    printable,
+    read_bytes,
+)
+
 # Where out-of-tree builds of the RDMA modules land: MLNX_OFED/DOCA put them under
 # updates/dkms (Debian/Ubuntu), updates (SLES) or extra/mlnx-ofa_kernel (RHEL), and
 # RHEL's weak-modules links them into weak-updates for errata kernels.
@@ -21,8 +29,18 @@ RDMA_CORE_MODULES = ('mlx5_core', 'mlx5_ib', 'ib_core', 'ib_uverbs', 'rdma_ucm')
 STACK_MODULE = 'mlx5_core'
 NETNS_MODES = {'shared': 1, 'exclusive': 0}
 
-_OFED_INFO = re.compile(r'^(?P<flavor>.+?)-(?P<version>\d+\.\d+-[\w.\-]+?):?$')
+# "MLNX_OFED_LINUX-23.10-1.1.9.0:" (ofed_info -s), "MLNX_OFED_LINUX-23.10-1.1.9.0 (OFED-23.10-1.1.9):" (the first
+# line of ofed_info without -s), "OFED-internal-24.07-0.6.1:" (DOCA-OFED, and MLNX_OFED builds for ppc64le). The
+# flavor is made of words that start with a letter; the release is MAJOR.MINOR-A[.B...].
+_OFED_INFO = re.compile(
+    r'^(?P<flavor>[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z][A-Za-z0-9_]*)*)-(?P<version>[0-9]+\.[0-9]+-[0-9]+(?:\.[0-9A-Za-z]+)*)'
+    r'(?:\s+\((?P<base>[^()]*)\))?\s*:?$')
 _MODULE_SUFFIX = re.compile(r'\.ko(\.(xz|gz|zst))?$')
+# Kernel module names as modprobe accepts them, and kernel releases as `uname -r` prints them.
+MODULE_NAME_RE = re.compile(r'^[A-Za-z0-9_-]{1,55}$')
+KERNEL_RELEASE_RE = re.compile(r'^[A-Za-z0-9._+~-]{1,64}$')
+# What libkmod reads in a modprobe.d directory (conf_files_filter_out): *.conf and *.alias, no dot files.
+_MODPROBE_SUFFIXES = ('.conf', '.alias')
 
 
 class DriverError(Exception):
@@ -30,19 +48,51 @@ class DriverError(Exception):
 
 
 def parse_ofed_info(text):
-    """``ofed_info -s`` -> ``{flavor, version}``, or None when the text names no OFED release.
+    """``ofed_info -s`` or ``ofed_info`` -> ``{flavor, version}``; None for no output.
 
-    MLNX_OFED prints ``MLNX_OFED_LINUX-23.10-1.1.9.0:``, DOCA-OFED ``OFED-internal-24.07-0.3.5.0.110:``.
+    MLNX_OFED prints ``MLNX_OFED_LINUX-23.10-1.1.9.0:``, DOCA-OFED ``OFED-internal-24.07-0.3.5.0.110:``; without
+    ``-s`` the first line is ``MLNX_OFED_LINUX-23.10-1.1.9.0 (OFED-23.10-1.1.9):`` followed by the components.
+    Anything else on the first line is a DriverError quoting it.
     """
     for line in (text or '').splitlines():
         line = line.strip()
         if not line:
             continue
         match = _OFED_INFO.match(line)
-        if match:
-            return dict(flavor=match.group('flavor'), version=match.group('version'))
-        return None
+        if not match:
+            raise DriverError('ofed_info printed %r, which names no OFED release (expected a line such as '
+                              'MLNX_OFED_LINUX-24.01-0.3.3.1: or OFED-internal-24.07-0.6.1:)' % printable(line, 200))
+        return dict(flavor=match.group('flavor'), version=match.group('version'))
     return None
+
+
+def check_kernel_release(kernel):
+    if not KERNEL_RELEASE_RE.match(kernel or '') or kernel in ('.', '..'):
+        raise DriverError('kernel %r is not a kernel release such as 5.15.0-91-generic (as `uname -r` prints it)'
+                          % printable(kernel, 80))
+    return kernel
+
+
+def check_module_names(names):
+    bad = [name for name in names if not isinstance(name, str) or not MODULE_NAME_RE.match(name)]
+    if bad:
+        raise DriverError('modules: %s %s not a kernel module name (letters, digits, _ and -, e.g. nvidia_peermem)'
+                          % (', '.join(repr(printable(str(b), 60)) for b in bad), 'is' if len(bad) == 1 else 'are'))
+    return names
+
+
+def read_lenient(path, warn=None, fix=''):
+    """Text of ``path``; bytes that are not UTF-8 become U+FFFD, with a warning naming the file and the offset.
+
+    HostReadError (missing, a directory, permission denied) is left to the caller.
+    """
+    data = read_bytes(path)
+    try:
+        return decode_text(data, path)
+    except HostReadError as exc:
+        if warn:
+            warn('%s; read with the odd bytes replaced%s' % (exc, fix))
+        return decode_text(data, path, lenient=True)
 
 
 def module_name(path):
@@ -78,39 +128,107 @@ def module_origin(path):
 
 
 def parse_rdma_system(text):
-    """``rdma system`` -> ``{netns, copy_on_fork}``; e.g. ``netns shared copy-on-fork on``."""
+    """``rdma system`` -> ``{netns, copy_on_fork}``.
+
+    iproute2 prints ``netns shared`` (5.4), ``netns shared copy-on-fork on`` (5.13) and
+    ``netns shared privileged-qkey off monitor off copy-on-fork on`` (6.x); unknown pairs are ignored.
+    """
     words = (text or '').split()
     result = dict(netns=None, copy_on_fork=None)
     for key, value in zip(words, words[1:]):
         if key == 'netns' and value in NETNS_MODES:
             result['netns'] = value
-        elif key == 'copy-on-fork':
+        elif key == 'copy-on-fork' and value in ('on', 'off'):
             result['copy_on_fork'] = value == 'on'
     if result['netns'] is None:
-        raise DriverError('`rdma system` printed no netns mode: %r' % (text or '').strip())
+        raise DriverError('`rdma system` printed no netns mode: %r' % printable((text or '').strip(), 200))
     return result
+
+
+def _logical_lines(text):
+    """Lines as libkmod reads them: a backslash at the end of a line continues it on the next."""
+    pending = ''
+    for line in (text or '').splitlines():
+        if line.endswith('\\'):
+            pending += line[:-1] + ' '
+            continue
+        yield pending + line
+        pending = ''
+    if pending:
+        yield pending
 
 
 def parse_modprobe_option(text, module, option):
     """The last ``options MODULE OPTION=VALUE`` of a modprobe.d file, or None."""
     value = None
-    for line in (text or '').splitlines():
+    module = module.replace('-', '_')
+    for line in _logical_lines(text):
         words = line.split('#', 1)[0].split()
         if len(words) < 3 or words[0] != 'options' or words[1].replace('-', '_') != module:
             continue
         for word in words[2:]:
             key, sep, val = word.partition('=')
-            if sep and key == option:
+            if sep and key.replace('-', '_') == option:
                 value = val
     return value
 
 
 def netns_mode_from_option(value):
-    """``ib_core netns_mode`` value -> ``shared`` / ``exclusive`` / None."""
+    """``ib_core netns_mode`` value -> ``shared`` / ``exclusive`` / None (the kernel accepts ``"0"`` too)."""
+    if value is None:
+        return None
+    text = str(value).strip().strip('"')
     for mode, number in NETNS_MODES.items():
-        if value is not None and str(value).strip() == str(number):
+        if text == str(number):
             return mode
     return None
+
+
+def persisted_option(modprobe_dir, module, option, warn=None):
+    """The value of the last ``options MODULE OPTION=`` in ``modprobe_dir`` and the file that sets it.
+
+    Files are read as libkmod reads them: ``*.conf`` and ``*.alias`` in name order, dot files skipped; a
+    directory named like a file and a file that cannot be read are skipped (modprobe does too), with a warning
+    naming them. A missing directory sets nothing; a path that is not a directory is a DriverError.
+    """
+    if not os.path.lexists(modprobe_dir):
+        return None, None
+    if not os.path.isdir(modprobe_dir):
+        raise DriverError('modprobe_dir %s is not a directory; point it at the modprobe configuration directory '
+                          '(/etc/modprobe.d)' % modprobe_dir)
+    try:
+        names = sorted(os.listdir(modprobe_dir))
+    except OSError as exc:
+        raise DriverError('modprobe_dir %s' % describe_os_error(exc, modprobe_dir))
+    value = found_in = None
+    for name in names:
+        if name.startswith('.') or not name.endswith(_MODPROBE_SUFFIXES):
+            continue
+        path = os.path.join(modprobe_dir, name)
+        if os.path.isdir(path):
+            if warn:
+                warn('%s is a directory, skipped: modprobe reads only files there ("Directories inside directories '
+                     'are not supported"); move its content into a file or remove it' % path)
+            continue
+        try:
+            text = read_lenient(path, warn, ' (modprobe reads it the same way)')
+        except HostReadError as exc:
+            if warn:
+                warn('%s, skipped as modprobe skips it; fix its permissions so that the persisted %s %s can be '
+                     'read' % (exc, module, option))
+            continue
+        found = parse_modprobe_option(text, module, option)
+        if found is not None:
+            value, found_in = found, path
+    return value, found_in
+
+
+def _read_sysfs_value(path):
+    """A sysfs value (module version, peer-memory version): stripped text, odd bytes as U+FFFD, None if unreadable."""
+    try:
+        return decode_text(read_bytes(path), path, lenient=True).strip()
+    except HostReadError:
+        return None
 
 
 def loaded_module(sysfs_root, name):
@@ -118,9 +236,9 @@ def loaded_module(sysfs_root, name):
     base = os.path.join(sysfs_root, 'module', name)
     if not os.path.isdir(base):
         return dict(loaded=False, builtin=False, version=None)
-    version = _read(os.path.join(base, 'version'))
+    version = _read_sysfs_value(os.path.join(base, 'version'))
     # Only loadable modules have an initstate; a directory without one is built into the kernel.
-    initstate = _read(os.path.join(base, 'initstate'))
+    initstate = _read_sysfs_value(os.path.join(base, 'initstate'))
     return dict(loaded=initstate in (None, 'live'), builtin=initstate is None, version=version)
 
 
@@ -130,13 +248,29 @@ def memory_peers(sysfs_root):
     peers = {}
     if os.path.isdir(base):
         for name in sorted(os.listdir(base)):
-            peers[name] = _read(os.path.join(base, name, 'version'))
+            if os.path.isdir(os.path.join(base, name)):
+                peers[printable(name, 80)] = _read_sysfs_value(os.path.join(base, name, 'version'))
     return peers
 
 
-def kernel_modules(modules_root, kernel, names):
+def read_modules_dep(modules_root, kernel, warn=None):
+    """The text of ``MODULES_ROOT/KERNEL/modules.dep``, or None when the kernel has none (containers).
+
+    Any other failure (a directory, permission denied) is a DriverError: without it every module would look
+    missing and the driver roles would rebuild OFED for nothing.
+    """
+    path = os.path.join(modules_root, kernel, 'modules.dep')
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read_lenient(path, warn, '; regenerate it with `depmod -a %s`' % kernel)
+    except HostReadError as exc:
+        raise DriverError('%s; depmod writes it: run `depmod -a %s` (as root) to regenerate it' % (exc, kernel))
+
+
+def kernel_modules(modules_root, kernel, names, warn=None):
     """The modules of one kernel: ``{name: {installed, path, origin}}`` plus whether the kernel has a modules.dep."""
-    dep = _read(os.path.join(modules_root, kernel, 'modules.dep'), strip=False)
+    dep = read_modules_dep(modules_root, kernel, warn)
     table = parse_modules_dep(dep)
     result = {}
     for name in names:
@@ -145,13 +279,24 @@ def kernel_modules(modules_root, kernel, names):
     return result, dep is not None
 
 
-def kernels_with_ofed(modules_root):
-    """Installed kernels whose modules.dep resolves mlx5_core to an out-of-tree (OFED) build."""
+def kernels_with_ofed(modules_root, warn=None):
+    """Installed kernels whose modules.dep resolves mlx5_core to an out-of-tree (OFED) build.
+
+    A kernel whose modules.dep cannot be read is left out with a warning.
+    """
     kernels = []
     if not os.path.isdir(modules_root):
         return kernels
     for kernel in sorted(os.listdir(modules_root)):
-        table = parse_modules_dep(_read(os.path.join(modules_root, kernel, 'modules.dep'), strip=False))
+        if not os.path.isdir(os.path.join(modules_root, kernel)):
+            continue
+        try:
+            dep = read_modules_dep(modules_root, kernel, warn)
+        except DriverError as exc:
+            if warn:
+                warn('%s (kernel %s left out of the OFED kernels)' % (exc, kernel))
+            continue
+        table = parse_modules_dep(dep)
         if module_origin(table.get(STACK_MODULE)) == 'ofed':
             kernels.append(kernel)
     return kernels
@@ -212,12 +357,3 @@ def explain_modprobe_failure(module, text):
                 'gdrdrv with gdrcopy (gpudirect_gdrcopy_source). Install it for this kernel, or use '
                 'gpudirect_mode: gpu_operator.' % (module, text))
     return 'Loading %s failed: %s. See `dmesg | tail` on the node.' % (module, text)
-
-
-def _read(path, strip=True):
-    try:
-        with open(path) as handle:
-            text = handle.read()
-    except (IOError, OSError):
-        return None
-    return text.strip() if strip else text

@@ -7,9 +7,12 @@
 Three sources are understood, each reporting only what it can know:
 
 * the kernel's sysfs tree (``/sys/class/infiniband`` and ``/sys/class/net``),
-* the text printed by ``ibdev2netdev`` (plain and ``-v``),
-* the output of iproute2's ``rdma link`` (``-j`` JSON in its current and older
-  forms, and the plain text form).
+* the text printed by MLNX_OFED's / DOCA-OFED's ``ibdev2netdev`` (plain, ``-v`` and the old ``<===>`` style),
+* the output of iproute2's ``rdma link`` (``-j`` JSON of every release, compact or ``-p`` pretty, and the
+  text forms ``link DEV/PORT ...`` and the older ``INDEX/PORT: DEV/PORT: ...``).
+
+What a source cannot tell stays ``None`` and is listed in the port's ``unknown`` key; the facts module can fill
+it from sysfs when the port list came from a command (``fill_from_sysfs``).
 
 Everything here is free of Ansible imports so that unit tests call it directly.
 """
@@ -20,6 +23,13 @@ import json
 import os
 import re
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    HostReadError,
+    decode_text,
+    printable,
+    read_bytes,
+)
+
 PCI_ADDRESS_RE = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
 SHORT_PCI_ADDRESS_RE = re.compile(r'^[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
 
@@ -28,24 +38,65 @@ _STATE_RE = re.compile(r'^\s*(\d+)\s*:\s*(\S.*?)\s*$')
 # "100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)", "53.125 Gb/sec (1X HDR)"
 _RATE_RE = re.compile(r'^\s*(\d+(?:\.\d+)?)\s*Gb/sec\b')
 
-# iproute2 prints physical states in upper snake case; sysfs in CamelCase.
-# Facts use the sysfs spelling so both sources compare equal.
+# The kernel's names (include/rdma/ib_verbs.h, drivers/infiniband/core/sysfs.c); "UNKNOWN" and "<unknown>" are
+# what it prints for a value outside the tables, which is unknown, not a state.
+PORT_STATES = ('NOP', 'DOWN', 'INIT', 'ARMED', 'ACTIVE', 'ACTIVE_DEFER')
+PHYS_STATES = ('Sleep', 'Polling', 'Disabled', 'PortConfigurationTraining', 'LinkUp', 'LinkErrorRecovery',
+               'Phy Test')
+LINK_LAYERS = ('InfiniBand', 'Ethernet')
+_UNKNOWN_WORDS = ('UNKNOWN', '<unknown>', 'Unknown')
+
+# iproute2 prints physical states in upper snake case (rdma/link.c phys_state_to_str); facts use the sysfs
+# spelling so that both sources compare equal. iproute2 labels state 4 "ARMED" although the kernel's name for it
+# is PortConfigurationTraining, and prints LINK_ERROR_RECOVER for LinkErrorRecovery.
 _RDMA_TOOL_PHYS_STATES = {
     'SLEEP': 'Sleep',
     'POLLING': 'Polling',
     'DISABLED': 'Disabled',
+    'ARMED': 'PortConfigurationTraining',
     'PORT_CONFIGURATION_TRAINING': 'PortConfigurationTraining',
     'LINK_UP': 'LinkUp',
+    'LINK_ERROR_RECOVER': 'LinkErrorRecovery',
     'LINK_ERROR_RECOVERY': 'LinkErrorRecovery',
     'PHY_TEST': 'Phy Test',
-    'NOP': 'NOP',
+    # Values the kernel's sysfs shows as "<unknown>": no physical state to report.
+    'NOP': None,
+    'UNKNOWN': None,
+    'OPA_OFFLINE': None,
+    'OPA_TEST': None,
 }
+
+# PCI device IDs that the kernel's mlx4/mlx5 drivers flag as SR-IOV virtual functions (MLX4_PCI_DEV_IS_VF,
+# MLX5_PCI_DEV_IS_VF), as `ibdev2netdev -v` prints them ("MT%d" of the device ID): ConnectX-2/-3, Connect-IB,
+# ConnectX-4, -4 Lx, -5, -5 Ex, -6, the generic mlx5 VF of ConnectX-6 Dx and later, BlueField.
+VF_DEVICE_IDS = frozenset(['MT4098', 'MT4100', 'MT4114', 'MT4116', 'MT4118', 'MT4120', 'MT4122', 'MT4124',
+                           'MT4126', 'MT41683'])
 
 PORT_KEYS = (
     'device', 'port', 'netdev', 'netdev_state', 'state', 'physical_state',
-    'link_layer', 'rate_gbps', 'rate', 'lid', 'sm_lid', 'pci_address',
+    'link_layer', 'rate_gbps', 'rate', 'lid', 'sm_lid', 'pci_address', 'source', 'unknown',
 )
-DEVICE_KEYS = ('device', 'pci_address', 'node_guid', 'fw_ver', 'hca_type', 'board_id', 'ports')
+DEVICE_KEYS = (
+    'device', 'pci_address', 'node_guid', 'node_desc', 'fw_ver', 'hca_type', 'board_id',
+    'virtual_function', 'physical_function', 'physical_function_device', 'sriov_numvfs', 'sriov_totalvfs',
+    'ports',
+)
+# Port keys a source may be unable to tell; listed in the port's "unknown" key while they are None.
+UNKNOWABLE_PORT_KEYS = ('state', 'physical_state', 'link_layer', 'rate_gbps')
+# What sysfs can add to a port listed by a command.
+FILLABLE_PORT_KEYS = ('state', 'physical_state', 'link_layer', 'rate_gbps', 'rate', 'lid', 'sm_lid',
+                      'pci_address')
+FILLABLE_DEVICE_KEYS = ('pci_address', 'node_guid', 'node_desc', 'fw_ver', 'hca_type', 'board_id',
+                        'virtual_function', 'physical_function', 'physical_function_device', 'sriov_numvfs',
+                        'sriov_totalvfs')
+
+# What any sysfs mount has at its top; a tree with none of them is not a sysfs (e.g. /sys/class given for /sys).
+SYSFS_TOP_DIRS = ('class', 'devices', 'bus', 'module', 'kernel')
+# dev_valid_name() of the kernel: 1-15 bytes, no '/', ':' or whitespace, not "." or "..".
+_NETDEV_NAME_RE = re.compile(r'^[^/:\s]{1,15}$')
+# RDMA device names: the kernel refuses '/' and limits them to IB_DEVICE_NAME_MAX (64) bytes.
+_DEVICE_NAME_RE = re.compile(r'^[^/\s]{1,63}$')
+_DIGITS_RE = re.compile(r'^[0-9]+$')
 
 
 class RdmaParseError(ValueError):
@@ -60,10 +111,12 @@ class RdmaParseError(ValueError):
         self.source = None
 
 
-def empty_port(device, port):
+def empty_port(device, port, source=None):
     record = dict.fromkeys(PORT_KEYS)
     record['device'] = device
     record['port'] = port
+    record['source'] = source
+    record['unknown'] = []
     return record
 
 
@@ -78,7 +131,7 @@ def normalize_pci_address(text):
     """Return the domain-qualified lower-case form of a PCI address, or None."""
     if text is None:
         return None
-    text = text.strip()
+    text = str(text).strip()
     if SHORT_PCI_ADDRESS_RE.match(text):
         text = '0000:' + text
     if PCI_ADDRESS_RE.match(text):
@@ -86,14 +139,25 @@ def normalize_pci_address(text):
     return None
 
 
+def _known_name(text, names, what, line=None):
+    """``text`` when it is one of ``names``, None for the kernel's "unknown" words, RdmaParseError otherwise."""
+    if text in _UNKNOWN_WORDS:
+        return None
+    if text not in names:
+        raise RdmaParseError('unexpected %s %r (known: %s)' % (what, printable(text, 80), ', '.join(names)),
+                             line if line is not None else text)
+    return text
+
+
 def parse_state(text, what='state'):
-    """Parse a sysfs ``state`` / ``phys_state`` value such as ``4: ACTIVE``."""
+    """Parse a sysfs ``state`` / ``phys_state`` value such as ``4: ACTIVE`` or ``5: LinkUp``."""
     if text is None:
         return None
     match = _STATE_RE.match(text)
     if not match:
-        raise RdmaParseError('unexpected %s value %r' % (what, text.strip()), text.strip())
-    return match.group(2)
+        raise RdmaParseError('unexpected %s value %r' % (what, printable(text.strip(), 80)), text.strip())
+    names = PHYS_STATES if what == 'phys_state' else PORT_STATES
+    return _known_name(match.group(2), names, '%s value' % what, text.strip())
 
 
 def parse_rate(text):
@@ -102,7 +166,7 @@ def parse_rate(text):
         return None
     match = _RATE_RE.match(text)
     if not match:
-        raise RdmaParseError('unexpected rate value %r' % text.strip(), text.strip())
+        raise RdmaParseError('unexpected rate value %r' % printable(text.strip(), 80), text.strip())
     return _number(match.group(1))
 
 
@@ -111,9 +175,33 @@ def parse_lid(text):
     if text is None:
         return None
     try:
-        return int(text.strip(), 0)
+        value = int(text.strip(), 0)
     except ValueError:
-        raise RdmaParseError('unexpected LID value %r' % text.strip(), text.strip())
+        raise RdmaParseError('unexpected LID value %r' % printable(text.strip(), 80), text.strip())
+    if not 0 <= value <= 0xffff:
+        raise RdmaParseError('LID value %r is outside 0..0xffff' % text.strip(), text.strip())
+    return value
+
+
+def parse_link_layer(text):
+    if text is None:
+        return None
+    return _known_name(text.strip(), LINK_LAYERS, 'link_layer value')
+
+
+def is_virtual_function_id(hca_type):
+    """True / False from a device ID in ``MT<decimal>`` form, None when it is not one."""
+    if not hca_type or not re.match(r'^MT\d+$', hca_type):
+        return None
+    return hca_type in VF_DEVICE_IDS
+
+
+def is_virtual_function(device):
+    """Whether a device record is an SR-IOV VF: from sysfs (``physfn``) when known, else from its device ID."""
+    value = device.get('virtual_function')
+    if value is not None:
+        return bool(value)
+    return is_virtual_function_id(device.get('hca_type'))
 
 
 def _number(text):
@@ -121,12 +209,38 @@ def _number(text):
     return int(value) if value.is_integer() else value
 
 
+def check_netdev_name(name, where):
+    if name is None:
+        return None
+    if not _NETDEV_NAME_RE.match(name) or name in ('.', '..') or not name.isprintable():
+        raise RdmaParseError('%s: %r is not a network interface name' % (where, printable(name, 80)), name)
+    return name
+
+
+def check_device_name(name, where):
+    if not _DEVICE_NAME_RE.match(name or '') or not name.isprintable():
+        raise RdmaParseError('%s: %r is not an RDMA device name' % (where, printable(name, 80)), name)
+    return name
+
+
 def sort_ports(ports):
     return sorted(ports, key=lambda p: (_natural_key(p['device']), p['port']))
 
 
 def _natural_key(name):
-    return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', name or '')]
+    return [(0, int(part), '') if _is_number(part) else (1, 0, part) for part in re.split(r'([0-9]+)', name or '')]
+
+
+def _is_number(text):
+    """ASCII digits only: str.isdigit() also accepts characters such as '\u00b2' that int() refuses."""
+    return bool(_DIGITS_RE.match(text or ''))
+
+
+def mark_unknown(ports):
+    """Set each port's ``unknown`` key: what its sources could not tell."""
+    for port in ports:
+        port['unknown'] = [key for key in UNKNOWABLE_PORT_KEYS if port.get(key) is None]
+    return ports
 
 
 def devices_from_ports(ports, details=None):
@@ -152,7 +266,38 @@ def devices_from_ports(ports, details=None):
     return [devices[name] for name in sorted(devices, key=_natural_key)]
 
 
+def _add_port(ports, seen, record, line):
+    """Append ``record`` unless the same port was listed before: identical lines are dropped, conflicting ones
+    (two netdevs for one port) are an error, since picking one would be a guess."""
+    key = (record['device'], record['port'])
+    earlier = seen.get(key)
+    if earlier is None:
+        seen[key] = (record, line)
+        ports.append(record)
+        return
+    if earlier[0] != record:
+        raise RdmaParseError('%s port %d is listed twice, differently: %r and %r'
+                             % (record['device'], record['port'], printable(earlier[1], 200),
+                                printable(line, 200)), line)
+
+
 # --------------------------------------------------------------------- sysfs
+
+
+def sysfs_root_problem(root):
+    """None when ``root`` looks like a sysfs mount, else what is wrong with it (for a message)."""
+    if not os.path.lexists(root):
+        return '%s does not exist' % root
+    if not os.path.isdir(root):
+        return '%s is not a directory' % root
+    if not any(os.path.isdir(os.path.join(root, name)) for name in SYSFS_TOP_DIRS):
+        hint = ''
+        parent = os.path.dirname(os.path.normpath(root))
+        if os.path.basename(os.path.normpath(root)) in SYSFS_TOP_DIRS and parent != root:
+            hint = ' (it looks like a directory inside one: %s?)' % parent
+        return '%s is not a sysfs mount: it has none of %s%s' % (
+            root, ', '.join(name + '/' for name in SYSFS_TOP_DIRS), hint)
+    return None
 
 
 class SysfsReader(object):
@@ -162,10 +307,17 @@ class SysfsReader(object):
     directory in tests and in the lab).
     """
 
+    # Attributes whose bytes come from firmware or VPD and may legitimately be odd: undecodable bytes become
+    # U+FFFD. Everything else is written by the kernel in ASCII, so a stray byte there is refused.
+    LENIENT = ('node_desc', 'board_id', 'fw_ver', 'hca_type')
+
     def __init__(self, root='/sys'):
         self.root = root
         self.class_ib = os.path.join(root, 'class', 'infiniband')
         self.class_net = os.path.join(root, 'class', 'net')
+
+    def root_problem(self):
+        return sysfs_root_problem(self.root)
 
     def has_rdma_class(self):
         return os.path.isdir(self.class_ib)
@@ -177,35 +329,71 @@ class SysfsReader(object):
         ports = []
         details = {}
         for device in sorted(os.listdir(self.class_ib), key=_natural_key):
+            check_device_name(device, self.class_ib)
             device_dir = os.path.join(self.class_ib, device)
             pci_address = self._pci_address(device_dir)
-            details[device] = {
-                'pci_address': pci_address,
-                'node_guid': self._read(device_dir, 'node_guid'),
-                'fw_ver': self._read(device_dir, 'fw_ver'),
-                'hca_type': self._read(device_dir, 'hca_type'),
-                'board_id': self._read(device_dir, 'board_id'),
-            }
+            details[device] = self._device_details(device_dir, pci_address)
             netdevs_by_port = self._function_netdevs(device_dir)
             ports_dir = os.path.join(device_dir, 'ports')
             if not os.path.isdir(ports_dir):
                 continue
             for port_name in os.listdir(ports_dir):
-                if not port_name.isdigit():
+                if not _is_number(port_name):
                     continue
                 ports.append(self._port(device, int(port_name), os.path.join(ports_dir, port_name),
                                         pci_address, netdevs_by_port))
-        ports = sort_ports(ports)
+        self._name_physical_functions(details)
+        ports = mark_unknown(sort_ports(ports))
         return ports, devices_from_ports(ports, details)
 
+    def _device_details(self, device_dir, pci_address):
+        record = {'pci_address': pci_address}
+        for attribute in ('node_guid', 'node_desc', 'fw_ver', 'hca_type', 'board_id'):
+            record[attribute] = self._read(device_dir, attribute)
+        function_dir = os.path.join(device_dir, 'device')
+        physfn = os.path.join(function_dir, 'physfn')
+        record['virtual_function'] = None
+        record['physical_function'] = None
+        record['physical_function_device'] = None
+        if pci_address:
+            # The kernel links a VF's PCI function to its PF with "physfn" (and the PF to its VFs with virtfnN).
+            record['virtual_function'] = os.path.lexists(physfn)
+            if record['virtual_function']:
+                try:
+                    record['physical_function'] = normalize_pci_address(os.path.basename(os.readlink(physfn)))
+                except OSError:
+                    record['physical_function'] = None
+        record['sriov_numvfs'] = self._count(function_dir, 'sriov_numvfs')
+        record['sriov_totalvfs'] = self._count(function_dir, 'sriov_totalvfs')
+        return record
+
+    @staticmethod
+    def _name_physical_functions(details):
+        by_pci = {}
+        for name in sorted(details, key=_natural_key):
+            record = details[name]
+            if record['pci_address'] and not record['virtual_function']:
+                by_pci.setdefault(record['pci_address'], name)
+        for record in details.values():
+            if record['virtual_function'] and record['physical_function']:
+                record['physical_function_device'] = by_pci.get(record['physical_function'])
+
+    def _count(self, directory, name):
+        value = self._read(directory, name)
+        if value is None:
+            return None
+        if not _is_number(value):
+            raise RdmaParseError('unexpected %s value %r in %s' % (name, printable(value, 80), directory), value)
+        return int(value)
+
     def _port(self, device, number, port_dir, pci_address, netdevs_by_port):
-        record = empty_port(device, number)
+        record = empty_port(device, number, 'sysfs')
         record['pci_address'] = pci_address
         record['state'] = parse_state(self._read(port_dir, 'state'), 'state')
         record['physical_state'] = parse_state(self._read(port_dir, 'phys_state'), 'phys_state')
         record['rate'] = self._read(port_dir, 'rate')
         record['rate_gbps'] = parse_rate(record['rate'])
-        record['link_layer'] = self._read(port_dir, 'link_layer')
+        record['link_layer'] = parse_link_layer(self._read(port_dir, 'link_layer'))
         record['lid'] = parse_lid(self._read(port_dir, 'lid'))
         record['sm_lid'] = parse_lid(self._read(port_dir, 'sm_lid'))
         netdev = None
@@ -216,7 +404,7 @@ class SysfsReader(object):
         if netdev is None:
             netdev = netdevs_by_port.get(number)
         record['netdev'] = netdev
-        record['netdev_state'] = self._netdev_state(netdev)
+        record['netdev_state'] = self.netdev_state(netdev)
         return record
 
     def _pci_address(self, device_dir):
@@ -236,6 +424,7 @@ class SysfsReader(object):
         if not os.path.isdir(net_dir):
             return result
         for netdev in sorted(os.listdir(net_dir), key=_natural_key):
+            check_netdev_name(netdev, net_dir)
             netdev_dir = os.path.join(net_dir, netdev)
             index = 0
             for attribute in ('dev_id', 'dev_port'):
@@ -245,7 +434,8 @@ class SysfsReader(object):
                 try:
                     index = max(index, int(value, 0))
                 except ValueError:
-                    raise RdmaParseError('unexpected %s value %r in %s' % (attribute, value, netdev_dir), value)
+                    raise RdmaParseError('unexpected %s value %r in %s'
+                                         % (attribute, printable(value, 80), netdev_dir), value)
             result.setdefault(index + 1, netdev)
         return result
 
@@ -253,15 +443,15 @@ class SysfsReader(object):
         ndevs_dir = os.path.join(port_dir, 'gid_attrs', 'ndevs')
         if not os.path.isdir(ndevs_dir):
             return None
-        for index in sorted((n for n in os.listdir(ndevs_dir) if n.isdigit()), key=int):
+        for index in sorted((n for n in os.listdir(ndevs_dir) if _is_number(n)), key=int):
             value = self._read(ndevs_dir, index)
             if value:
-                return value
+                return check_netdev_name(value, os.path.join(ndevs_dir, index))
         return None
 
-    def _netdev_state(self, netdev):
+    def netdev_state(self, netdev):
         """"Up"/"Down" as ibdev2netdev prints it: carrier first, operstate if carrier is unreadable."""
-        if not netdev:
+        if not netdev or not _NETDEV_NAME_RE.match(netdev) or netdev in ('.', '..'):
             return None
         netdev_dir = os.path.join(self.class_net, netdev)
         carrier = self._read(netdev_dir, 'carrier')
@@ -274,46 +464,92 @@ class SysfsReader(object):
             return 'Down'
         return None
 
-    @staticmethod
-    def _read(directory, name):
+    def _read(self, directory, name):
         """Return the stripped content of a sysfs attribute, or None when it cannot be read.
 
         The kernel refuses some reads (``carrier`` of an interface that is
         administratively down, ``gid_attrs/ndevs/N`` of an InfiniBand port)
-        with EINVAL: that is "unknown", not an error.
+        with EINVAL: that is "unknown", not an error. Content that is not text
+        is refused naming the file, except for the free-text attributes in
+        LENIENT, where an odd byte becomes U+FFFD.
         """
+        path = os.path.join(directory, name)
         try:
-            with open(os.path.join(directory, name), 'r') as handle:
-                return handle.read().strip()
-        except (IOError, OSError):
+            data = read_bytes(path)
+        except HostReadError:
             return None
+        try:
+            text = decode_text(data, path, lenient=name in self.LENIENT)
+        except HostReadError as exc:
+            raise RdmaParseError(str(exc), printable(data.decode('utf-8', 'replace').strip(), 200))
+        if '\x00' in text:
+            raise RdmaParseError('%s holds a NUL byte; sysfs attributes are text' % path,
+                                 printable(text.strip(), 200))
+        return text.strip()
+
+
+def fill_from_sysfs(ports, devices, reader):
+    """Fill what a command could not tell from sysfs, for the ports sysfs knows too.
+
+    Values the command printed are kept; only ``None`` fields are filled (a netdev only when the command printed
+    none, its state only for that same netdev). Returns the number of ports that gained something.
+    """
+    sysfs_ports, sysfs_devices = reader.read()
+    by_port = dict(((p['device'], p['port']), p) for p in sysfs_ports)
+    by_device = dict((d['device'], d) for d in sysfs_devices)
+    filled = 0
+    for port in ports:
+        known = by_port.get((port['device'], port['port']))
+        if known is None:
+            continue
+        before = dict(port)
+        for key in FILLABLE_PORT_KEYS:
+            if port[key] is None:
+                port[key] = known[key]
+        if port['netdev'] is None:
+            port['netdev'] = known['netdev']
+        if port['netdev_state'] is None:
+            port['netdev_state'] = (known['netdev_state'] if port['netdev'] == known['netdev']
+                                    else reader.netdev_state(port['netdev']))
+        if port != before:
+            filled += 1
+    for device in devices:
+        known = by_device.get(device['device'])
+        if known is None:
+            continue
+        for key in FILLABLE_DEVICE_KEYS:
+            if device[key] is None:
+                device[key] = known[key]
+    mark_unknown(ports)
+    return filled
 
 
 # ------------------------------------------------------------- ibdev2netdev
 
-# "mlx5_0 port 1 ==> ib0 (Up)"
+_PCI = r'[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+# "mlx5_0 port 1 ==> ib0 (Up)"; `ibdev2netdev | column -t` widens the spaces.
 _IBDEV2NETDEV_PLAIN_RE = re.compile(
-    r'^(?P<device>\S+)\s+port\s+(?P<port>\d+)\s+==>\s+(?P<netdev>\S+)(?:\s+\((?P<netdev_state>[^)]*)\))?\s*$')
+    r'^(?P<device>\S+)\s+port\s+(?P<port>[0-9]+)\s+==>\s+(?P<netdev>\S+)\s+\((?P<netdev_state>[^()]*)\)$')
+# Scripts before MLNX_OFED 4.x on hosts whose netdevs lack dev_id: "mlx4_0 port 1 <===> ib0".
+_IBDEV2NETDEV_OLD_RE = re.compile(r'^(?P<device>\S+)\s+port\s+(?P<port>[0-9]+)\s+<===>\s+(?P<netdev>\S+)$')
 # "0000:86:00.0 mlx5_0 (MT4119 - MCX556A-ECAT) CX556A - ConnectX-5 fw 16.26.1040 port 1 (ACTIVE) ==> ens1f0 (Up)"
+# The PCI address is empty when the script cannot find the device's function (several RDMA devices on one
+# function); the description is free text from the VPD, parentheses included.
 _IBDEV2NETDEV_VERBOSE_RE = re.compile(
-    r'^(?P<pci>\S+)\s+(?P<device>\S+)\s+\((?P<hca>[^)]*)\)\s*(?P<description>.*?)\s*'
-    r'\bfw\s+(?P<fw>\S+)\s+port\s+(?P<port>\d+)\s+\(\s*(?P<state>[^)]*?)\s*\)\s+==>\s+'
-    r'(?P<netdev>\S+)(?:\s+\((?P<netdev_state>[^)]*)\))?\s*$')
+    r'^(?:(?P<pci>' + _PCI + r')\s+)?(?P<device>\S+)\s+\((?P<hca>[^()]*)\)\s*(?P<description>.*?)\s*'
+    r'\bfw\s+(?P<fw>\S+)\s+port\s+(?P<port>[0-9]+)\s+\(\s*(?P<state>[^()]*?)\s*\)\s+==>\s+'
+    r'(?P<netdev>\S+)\s+\((?P<netdev_state>[^()]*)\)$')
 
 
-def _netdev_state_word(text):
-    """ibdev2netdev prints (Up), (Down) or (NA); some builds print two words such as (Down/Up).
-
-    The first word is the netdev's own carrier state.
-    """
-    if text is None:
-        return None
-    word = text.strip().split('/')[0].strip()
-    if word.lower() == 'up':
-        return 'Up'
-    if word.lower() == 'down':
-        return 'Down'
-    return None
+def _netdev_state_word(text, line):
+    """ibdev2netdev prints (Up), (Down), (NA) or () when it cannot read the carrier; builds seen in the field
+    print two words such as (Down/Up). The first word is the netdev's own carrier state."""
+    words = [word.strip() for word in text.split('/')]
+    for word in words:
+        if word not in ('Up', 'Down', 'NA', ''):
+            raise RdmaParseError('unexpected netdev state %r in ibdev2netdev line %r'
+                                 % (printable(text, 40), printable(line, 200)), line)
+    return words[0] if words[0] in ('Up', 'Down') else None
 
 
 def _na(text):
@@ -321,9 +557,18 @@ def _na(text):
     return None if text in ('', 'NA', 'N/A') else text
 
 
+def _port_number(text, line):
+    number = int(text)
+    if number < 1:
+        raise RdmaParseError('port number %d in %r; RDMA ports are numbered from 1' % (number, printable(line, 200)),
+                             line)
+    return number
+
+
 def parse_ibdev2netdev(text):
     """Parse ``ibdev2netdev`` or ``ibdev2netdev -v`` output into ``(ports, devices)``."""
     ports = []
+    seen = {}
     details = {}
     for raw in text.splitlines():
         line = raw.strip()
@@ -331,100 +576,194 @@ def parse_ibdev2netdev(text):
             continue
         match = _IBDEV2NETDEV_VERBOSE_RE.match(line)
         if match:
-            record = empty_port(match.group('device'), int(match.group('port')))
+            device = check_device_name(match.group('device'), 'ibdev2netdev')
+            record = empty_port(device, _port_number(match.group('port'), raw), 'ibdev2netdev')
             record['pci_address'] = normalize_pci_address(match.group('pci'))
-            record['state'] = _na(match.group('state'))
-            # "(MT4119 - MCX556A-ECAT)": the second half is the VPD part number,
-            # not the kernel's board_id, so board_id stays unknown.
-            details.setdefault(record['device'], {
-                'pci_address': record['pci_address'],
-                'fw_ver': _na(match.group('fw')),
-                'hca_type': _na(match.group('hca').partition(' - ')[0]),
-            })
+            state = _na(match.group('state'))
+            record['state'] = None if state is None else _known_name(state, PORT_STATES, 'port state', raw)
+            # "(MT4119 - MCX556A-ECAT)": the device ID, then the VPD part number (not the kernel's board_id).
+            hca_type = _na(match.group('hca').partition(' - ')[0])
+            detail = {'pci_address': record['pci_address'], 'fw_ver': _na(match.group('fw')), 'hca_type': hca_type,
+                      'virtual_function': is_virtual_function_id(hca_type)}
+            if details.setdefault(device, detail) != detail:
+                raise RdmaParseError('%s is described twice, differently, in %r' % (device, printable(raw, 200)),
+                                     raw)
+            record['netdev_state'] = _netdev_state_word(match.group('netdev_state'), raw)
         else:
-            match = _IBDEV2NETDEV_PLAIN_RE.match(line)
+            match = _IBDEV2NETDEV_PLAIN_RE.match(line) or _IBDEV2NETDEV_OLD_RE.match(line)
             if not match:
-                raise RdmaParseError('unrecognised ibdev2netdev line: %r' % raw, raw)
-            record = empty_port(match.group('device'), int(match.group('port')))
-        record['netdev'] = match.group('netdev')
-        record['netdev_state'] = _netdev_state_word(match.group('netdev_state'))
-        ports.append(record)
-    ports = sort_ports(ports)
+                raise RdmaParseError('unrecognised ibdev2netdev line: %r' % printable(raw, 200), raw)
+            device = check_device_name(match.group('device'), 'ibdev2netdev')
+            record = empty_port(device, _port_number(match.group('port'), raw), 'ibdev2netdev')
+            if 'netdev_state' in match.groupdict():
+                record['netdev_state'] = _netdev_state_word(match.group('netdev_state'), raw)
+        record['netdev'] = check_netdev_name(match.group('netdev'), 'ibdev2netdev line %r' % printable(raw, 200))
+        _add_port(ports, seen, record, raw)
+    ports = mark_unknown(sort_ports(ports))
     return ports, devices_from_ports(ports, details)
 
 
 # ----------------------------------------------------------------- rdma link
 
 # "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens6f0np0"
-# "0/1: mlx5_0/1: state ACTIVE physical_state LINK_UP netdev ens6f0np0" (older iproute2)
+# "0/1: mlx5_0/1: state ACTIVE physical_state LINK_UP netdev ens6f0np0" (iproute2 before 5.5)
 _RDMA_LINK_TEXT_RE = re.compile(
-    r'^(?:link\s+|\d+/\d+:\s+)(?P<device>[^/\s]+)/(?P<port>\d+):?(?P<rest>(?:\s+\S+\s+\S+)*)\s*$')
+    r'^(?:link\s+|\d+/\d+:\s+)(?P<device>[^/\s]+)/(?P<port>[0-9]+):?(?:\s+(?P<rest>.*?))?\s*$')
+# `rdma link -d` prints the capabilities on an indented line of their own, `-o` (oneline) after a backslash.
+_RDMA_CAPS_RE = re.compile(r'(?:^|\s)\\?\s*caps:\s*<[^<>]*>\s*$')
+_RDMA_LINK_INT_KEYS = ('lid', 'sm_lid', 'lmc', 'netdev_index', 'ifindex')
+_RDMA_PORT_STATES = PORT_STATES + ('UNKNOWN',)
 
 
-def _rdma_phys_state(text):
-    if text is None:
+def _rdma_state(value, entry):
+    if value is None:
         return None
-    return _RDMA_TOOL_PHYS_STATES.get(text.upper(), text)
+    if value not in _RDMA_PORT_STATES:
+        raise RdmaParseError('unexpected link state %r in rdma link output: %s' % (printable(value, 40), entry),
+                             entry)
+    return None if value == 'UNKNOWN' else value
 
 
-def _rdma_record(device, port, state, phys_state, netdev):
-    record = empty_port(device, port)
-    record['state'] = state
-    record['physical_state'] = _rdma_phys_state(phys_state)
-    record['netdev'] = netdev or None
+def _rdma_phys_state(value, entry):
+    if value is None:
+        return None
+    if value not in _RDMA_TOOL_PHYS_STATES:
+        raise RdmaParseError('unexpected physical_state %r in rdma link output: %s' % (printable(value, 40), entry),
+                             entry)
+    return _RDMA_TOOL_PHYS_STATES[value]
+
+
+def _rdma_record(device, port, fields, entry):
+    record = empty_port(check_device_name(device, 'rdma link'), port, 'rdma')
+    if port < 1:
+        raise RdmaParseError('port number %d in rdma link output: %s' % (port, entry), entry)
+    record['state'] = _rdma_state(fields.get('state'), entry)
+    record['physical_state'] = _rdma_phys_state(fields.get('physical_state'), entry)
+    record['netdev'] = check_netdev_name(fields.get('netdev') or None, 'rdma link output %s' % entry)
+    if fields.get('lid') is not None:
+        record['lid'] = fields['lid']
+        record['sm_lid'] = fields.get('sm_lid')
+    # The kernel sends subnet prefix, LID, SM LID and LMC for InfiniBand ports only (nldev fill_port_info,
+    # rdma_protocol_ib), so their presence tells the link layer; their absence does not (RoCE or iWARP).
+    if fields.get('lid') is not None or fields.get('subnet_prefix') is not None:
+        record['link_layer'] = 'InfiniBand'
     return record
 
 
-def _rdma_json_entries(data):
-    if isinstance(data, list):
-        return data
-    if isinstance(data, dict):
-        # Some iproute2 releases wrap the array: {"link": [...]}
-        for value in data.values():
-            if isinstance(value, list):
-                return value
-    raise RdmaParseError('rdma -j link printed JSON that is neither an array nor an object holding one',
-                         json.dumps(data)[:200])
+def _json_entry(entry, quoted):
+    """One entry of ``rdma -j link``: device, port and the fields, types checked."""
+    if not isinstance(entry, dict):
+        raise RdmaParseError('rdma -j link printed a %s where a link object belongs: %s'
+                             % (type(entry).__name__, quoted), quoted)
+    ifname = entry.get('ifname')
+    if not isinstance(ifname, str) or not ifname:
+        raise RdmaParseError('rdma -j link entry without an "ifname" string: %s' % quoted, quoted)
+    port = entry.get('port')
+    if '/' in ifname:
+        # iproute2 before 5.5 printed "ifname": "mlx5_0/1" (and "port" as well)
+        ifname, _sep, port_text = ifname.partition('/')
+        if not _is_number(port_text) or (port is not None and port != int(port_text)):
+            raise RdmaParseError('rdma -j link entry with an odd "ifname" port: %s' % quoted, quoted)
+        port = int(port_text)
+    if not isinstance(port, int) or isinstance(port, bool):
+        raise RdmaParseError('rdma -j link entry without a port number: %s' % quoted, quoted)
+    fields = {}
+    for key in ('state', 'physical_state', 'netdev', 'subnet_prefix'):
+        value = entry.get(key)
+        if value is not None and not isinstance(value, str):
+            raise RdmaParseError('rdma -j link entry with a %s where the "%s" string belongs: %s'
+                                 % (type(value).__name__, key, quoted), quoted)
+        fields[key] = value
+    for key in _RDMA_LINK_INT_KEYS:
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise RdmaParseError('rdma -j link entry with a %s where the "%s" number belongs: %s'
+                                 % (type(value).__name__, key, quoted), quoted)
+        fields[key] = value
+    caps = entry.get('caps')
+    if caps is not None and (not isinstance(caps, list) or not all(isinstance(c, str) for c in caps)):
+        raise RdmaParseError('rdma -j link entry with "caps" that are not a list of names: %s' % quoted, quoted)
+    return ifname, port, fields
+
+
+def _parse_rdma_link_json(stripped):
+    try:
+        data = json.loads(stripped)
+    except ValueError as exc:
+        raise RdmaParseError('rdma -j link printed invalid JSON (%s)' % exc, printable(stripped, 200))
+    if not isinstance(data, list):
+        raise RdmaParseError('rdma -j link printed a JSON %s where a list of links belongs: %s'
+                             % (type(data).__name__, printable(json.dumps(data), 200)),
+                             printable(json.dumps(data), 200))
+    ports = []
+    seen = {}
+    for entry in data:
+        quoted = printable(json.dumps(entry, sort_keys=True), 300)
+        ifname, port, fields = _json_entry(entry, quoted)
+        _add_port(ports, seen, _rdma_record(ifname, port, fields, quoted), quoted)
+    return ports
+
+
+def _parse_rdma_link_text(text):
+    ports = []
+    seen = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or _RDMA_CAPS_RE.match(line):
+            continue
+        match = _RDMA_LINK_TEXT_RE.match(_RDMA_CAPS_RE.sub('', line))
+        if not match:
+            raise RdmaParseError('unrecognised rdma link line: %r' % printable(raw, 200), raw)
+        words = (match.group('rest') or '').split()
+        if len(words) % 2:
+            raise RdmaParseError('rdma link line with a name but no value: %r' % printable(raw, 200), raw)
+        fields = dict(zip(words[0::2], words[1::2]))
+        for key in _RDMA_LINK_INT_KEYS:
+            if key in fields:
+                if not _is_number(fields[key]):
+                    raise RdmaParseError('rdma link line with %s %r, not a number: %r'
+                                         % (key, printable(fields[key], 40), printable(raw, 200)), raw)
+                fields[key] = int(fields[key])
+        _add_port(ports, seen, _rdma_record(match.group('device'), int(match.group('port')), fields,
+                                            printable(raw.strip(), 200)), raw)
+    return ports
 
 
 def parse_rdma_link(text):
     """Parse ``rdma -j link`` (JSON) or ``rdma link`` (text) output into ``(ports, devices)``."""
     stripped = text.strip()
-    ports = []
     if stripped.startswith('[') or stripped.startswith('{'):
-        try:
-            data = json.loads(stripped)
-        except ValueError as exc:
-            raise RdmaParseError('rdma -j link printed invalid JSON (%s)' % exc, stripped.splitlines()[0])
-        for entry in _rdma_json_entries(data):
-            if not isinstance(entry, dict) or 'ifname' not in entry:
-                raise RdmaParseError('rdma -j link entry without "ifname": %s' % json.dumps(entry), json.dumps(entry))
-            ifname = str(entry['ifname'])
-            port = entry.get('port')
-            if '/' in ifname:
-                ifname, _sep, port_text = ifname.partition('/')
-                port = port_text
-            try:
-                port = int(port)
-            except (TypeError, ValueError):
-                raise RdmaParseError('rdma -j link entry without a port number: %s' % json.dumps(entry),
-                                     json.dumps(entry))
-            ports.append(_rdma_record(ifname, port, entry.get('state'), entry.get('physical_state'),
-                                      entry.get('netdev')))
+        ports = _parse_rdma_link_json(stripped)
     else:
-        for raw in text.splitlines():
-            line = raw.strip()
-            if not line:
-                continue
-            match = _RDMA_LINK_TEXT_RE.match(line)
-            if not match:
-                raise RdmaParseError('unrecognised rdma link line: %r' % raw, raw)
-            words = match.group('rest').split()
-            fields = dict(zip(words[0::2], words[1::2]))
-            ports.append(_rdma_record(match.group('device'), int(match.group('port')), fields.get('state'),
-                                      fields.get('physical_state'), fields.get('netdev')))
-    ports = sort_ports(ports)
+        ports = _parse_rdma_link_text(text)
+    ports = mark_unknown(sort_ports(ports))
     return ports, devices_from_ports(ports)
+
+
+# ------------------------------------------------------- what the builders say
+
+
+def unknown_link_layer_gap(ports):
+    """Why ports with a netdev cannot be chosen for lack of facts: a sentence naming the source and the fix.
+
+    None when no port with a netdev (ACTIVE or of unknown state) misses its link layer or its state. The
+    NicClusterPolicy and Spiderpool builders quote it instead of saying that nothing was discovered.
+    """
+    gaps = [p for p in ports or [] if isinstance(p, dict) and p.get('netdev')
+            and p.get('state') in ('ACTIVE', None) and (p.get('link_layer') is None or p.get('state') is None)]
+    if not gaps:
+        return None
+    missing = []
+    if any(p.get('link_layer') is None for p in gaps):
+        missing.append('link layer')
+    if any(p.get('state') is None for p in gaps):
+        missing.append('port state')
+    sources = sorted(set(str(p.get('source') or 'unknown') for p in gaps))
+    names = ['%s port %s (%s)' % (p.get('device'), p.get('port'), p.get('netdev')) for p in gaps]
+    shown = ', '.join(names[:6]) + (' and %d more' % (len(names) - 6) if len(names) > 6 else '')
+    return ('%s unknown from source %s for %s: use source sysfs (rdma_discovery_source: sysfs), or set '
+            'rdma_discovery_sysfs_root (the facts module\'s sysfs_root) to the host\'s sysfs so that the missing '
+            'facts are read from it' % (' and '.join(missing), ', '.join(sources), shown))
 
 
 # ---------------------------------------------------------------- selection
@@ -432,34 +771,72 @@ def parse_rdma_link(text):
 _MELLANOX_DEVICE_RE = re.compile(r'^mlx\d+_')
 
 
+def _check_devices(devices):
+    if not isinstance(devices, (list, tuple)):
+        raise ValueError('expects the rdma_devices facts (a list), not %s' % type(devices).__name__)
+    for device in devices:
+        if not isinstance(device, dict) or not isinstance(device.get('device'), str):
+            raise ValueError('expects rdma_devices items with a "device" name, not %s'
+                             % printable(json.dumps(device, default=str), 200))
+
+
+def _vf_warning(device):
+    pf = device.get('physical_function')
+    pf_name = device.get('physical_function_device')
+    parent = ('its physical function %s%s' % (pf, ' (%s)' % pf_name if pf_name else '')) if pf \
+        else 'its physical function'
+    return ('%s (%s) is an SR-IOV virtual function, configured because it was named. Firmware settings belong to '
+            'the card and are set through %s: a VF refuses most of them or changes the whole card. Name the PF '
+            'instead unless the card\'s documentation says otherwise.'
+            % (device['device'], device['pci_address'], parent))
+
+
 def select_pci_functions(devices, selectors=None):
     """Pick the PCI functions to configure from ``rdma_devices`` facts.
 
     ``selectors`` lists device names (``mlx5_0``) or PCI addresses (``86:00.0``
-    or ``0000:86:00.0``); empty selects every Mellanox HCA (``mlx<N>_*``). Each
-    PCI function is returned once (a LAG device shares its function with a
-    port device). A selector that matches nothing raises ValueError.
+    or ``0000:86:00.0``); empty selects every Mellanox HCA (``mlx<N>_*``) that
+    is a physical function: firmware is configured per card, through its PF,
+    so SR-IOV virtual functions are left out unless named, and then carry a
+    ``warning``. Each PCI function is returned once (a LAG device shares its
+    function with a port device). A selector that matches nothing raises
+    ValueError.
     """
-    devices = [d for d in devices or [] if d.get('pci_address')]
+    _check_devices(devices if devices is not None else [])
+    devices = list(devices or [])
+    if not isinstance(selectors, (list, tuple, type(None))):
+        raise ValueError('selectors must be a list of device names or PCI addresses, not %s'
+                         % type(selectors).__name__)
+    devices = [d for d in devices if normalize_pci_address(d.get('pci_address'))]
     if not selectors:
-        chosen = [d for d in devices if _MELLANOX_DEVICE_RE.match(d['device'])]
+        chosen = [d for d in devices if _MELLANOX_DEVICE_RE.match(d['device']) and is_virtual_function(d) is not True]
     else:
         chosen = []
         unmatched = []
         for selector in selectors:
             pci = normalize_pci_address(str(selector))
-            hits = [d for d in devices if d['device'] == selector or (pci and d['pci_address'] == pci)]
+            hits = [d for d in devices if d['device'] == selector
+                    or (pci and normalize_pci_address(d['pci_address']) == pci)]
             if not hits:
                 unmatched.append(str(selector))
             chosen.extend(hits)
         if unmatched:
             raise ValueError('no RDMA device matches %s; this host has %s' % (
                 ', '.join(unmatched),
-                ', '.join('%s (%s)' % (d['device'], d['pci_address']) for d in devices) or 'no PCI RDMA device'))
+                ', '.join('%s (%s%s)' % (d['device'], d['pci_address'],
+                                         ', SR-IOV VF' if is_virtual_function(d) else '')
+                          for d in devices) or 'no PCI RDMA device'))
     seen = set()
     result = []
-    for device in sorted(chosen, key=lambda d: d['pci_address']):
-        if device['pci_address'] not in seen:
-            seen.add(device['pci_address'])
-            result.append({'device': device['device'], 'pci_address': device['pci_address']})
+    for device in sorted(chosen, key=lambda d: normalize_pci_address(d['pci_address'])):
+        pci = normalize_pci_address(device['pci_address'])
+        if pci in seen:
+            continue
+        seen.add(pci)
+        virtual = is_virtual_function(device)
+        item = {'device': device['device'], 'pci_address': pci, 'virtual_function': virtual,
+                'physical_function': device.get('physical_function') if virtual else None, 'warning': None}
+        if virtual:
+            item['warning'] = _vf_warning(dict(device, pci_address=pci))
+        result.append(item)
     return result

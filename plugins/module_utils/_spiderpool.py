@@ -14,6 +14,7 @@ import json
 import re
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._ip_networks import first_overlap, require_netaddr
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import unknown_link_layer_gap
 
 RESOURCE_NAME = re.compile(r'^[a-zA-Z0-9_]+$')
 API_VERSION = 'spiderpool.spidernet.io/v2beta1'
@@ -41,6 +42,9 @@ def resolve_nics(mapping, ports):
         if port is None:
             raise SpiderpoolError('GPU %s: NIC %s was not discovered on this group\'s nodes (netdevs: %s)'
                                   % (entry.get('gpu'), nic, ', '.join(sorted(by_netdev)) or 'none'))
+        if port.get('link_layer') is None and unknown_link_layer_gap([port]):
+            raise SpiderpoolError('GPU %s: NIC %s (%s): %s' % (entry.get('gpu'), nic, port.get('device'),
+                                                               unknown_link_layer_gap([port])))
         if port.get('link_layer') != 'Ethernet':
             raise SpiderpoolError('GPU %s: NIC %s (%s) has link layer %s; macvlan needs RoCE (Ethernet). Use the '
                                   'Network Operator role for InfiniBand, or switch the port to ETH in firmware.'

@@ -82,53 +82,58 @@ tasks:
       type: str
 '''
 
-import json
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import ConfigError, parse_memlock, parse_task_list
-
-_COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C'}
+from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
+    ConfigError,
+    container_labels,
+    parse_memlock,
+    parse_task_list,
+)
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    HostReadError,
+    find_tool,
+    output_summary,
+    read_text,
+    run_tool,
+)
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 
 
 def main():
-    module = AnsibleModule(
+    module = RdmaModule(
         argument_spec=dict(
             namespaces=dict(type='list', elements='str', default=['k8s.io']),
             ctr_path=dict(type='path'),
         ),
         supports_check_mode=True,
     )
-    ctr = module.params['ctr_path'] or module.get_bin_path('ctr', opt_dirs=['/usr/local/bin'])
-    if not ctr:
-        module.fail_json(msg='ctr was not found: install containerd or set ctr_path.')
+    namespaces = module.params['namespaces']
+    if any(not name or not name.strip() for name in namespaces):
+        module.fail_json(msg='namespaces holds an empty name; give containerd namespaces such as k8s.io.')
+    ctr = find_tool(module, 'ctr', explicit=module.params['ctr_path'], option='ctr_path',
+                    opt_dirs=['/usr/local/bin', '/usr/bin'], hint='Install containerd or set ctr_path.')
     tasks = []
-    for namespace in module.params['namespaces']:
-        rc, out, err = module.run_command([ctr, '--namespace', namespace, 'task', 'ls'], environ_update=_COMMAND_ENV)
+    for namespace in namespaces:
+        rc, out, err = run_tool(module, [ctr, '--namespace', namespace, 'task', 'ls'], what='ctr')
         if rc != 0:
-            module.fail_json(msg='%s --namespace %s task ls failed (rc=%d): %s. Is containerd running?'
-                             % (ctr, namespace, rc, (err or out).strip()))
+            module.fail_json(msg='`%s --namespace %s task ls` failed (rc=%d): %s. Is containerd running?'
+                             % (ctr, namespace, rc, output_summary(out, err)), rc=rc)
         try:
             listed = parse_task_list(out)
         except ConfigError as exc:
-            module.fail_json(msg=str(exc))
+            module.fail_json(msg='%s: is ctr_path (%s) the containerd client `ctr`? Its output is not the task '
+                             'table of `ctr task ls`.' % (exc, ctr))
         for task in listed:
             if task['status'] != 'RUNNING':
                 continue
             soft = hard = None
             try:
-                with open('/proc/%d/limits' % task['pid']) as handle:
-                    soft, hard = parse_memlock(handle.read())
-            except (IOError, OSError, ConfigError):
-                pass  # the process ended meanwhile
-            labels = {}
-            rc, out, err = module.run_command([ctr, '--namespace', namespace, 'containers', 'info', task['id']],
-                                              environ_update=_COMMAND_ENV)
-            if rc == 0:
-                try:
-                    labels = json.loads(out).get('Labels') or {}
-                except ValueError:
-                    labels = {}
+                soft, hard = parse_memlock(read_text('/proc/%d/limits' % task['pid'], lenient=True))
+            except (HostReadError, ConfigError):
+                pass  # the process ended meanwhile, or the kernel shows no memlock line
+            rc, out, err = run_tool(module, [ctr, '--namespace', namespace, 'containers', 'info', task['id']],
+                                    what='ctr')
+            labels = container_labels(out) if rc == 0 else {}
             tasks.append(dict(namespace=namespace, id=task['id'], pid=task['pid'], memlock_soft=soft,
                               memlock_hard=hard, pod_name=labels.get('io.kubernetes.pod.name'),
                               pod_namespace=labels.get('io.kubernetes.pod.namespace')))

@@ -17,10 +17,17 @@ description:
     of typed ones.
   - The preferred source is the kernel's sysfs (C(/sys/class/infiniband) and C(/sys/class/net)); it needs no
     extra package and sees everything the kernel exposes. The C(ibdev2netdev) (MLNX_OFED) and iproute2
-    C(rdma link) commands are used when sysfs has no RDMA class, or when asked for.
-  - What a source cannot know is returned as V(null), never guessed. For example C(rdma link) does not print the
-    link layer or the rate, and C(ibdev2netdev) without C(-v) does not print the port state.
-  - A host without RDMA devices is not an error. The facts are empty lists and RV(msg) says why.
+    C(rdma link) commands are used when sysfs is not mounted, or when asked for.
+  - What a source cannot know is returned as V(null), never guessed, and named in the port's C(unknown) list.
+    For example C(rdma link) does not print the link layer of a RoCE port or the rate, and C(ibdev2netdev)
+    without C(-v) does not print the port state. When the port list comes from a command and sysfs is mounted
+    at O(sysfs_root), what sysfs knows about the same ports (link layer, state, rate, LIDs, PCI address, the
+    netdev of a port the command printed none for) fills the gaps; RV(sysfs_filled) says so.
+  - SR-IOV virtual functions are reported as such in RV(ansible_facts.rdma_devices) (sysfs C(physfn) link, or
+    the device ID printed by C(ibdev2netdev -v)), with the PCI address and device name of their physical
+    function, so that later stages (firmware) can leave them alone.
+  - A host without RDMA devices is not an error. The facts are empty lists and RV(msg) says why. A mistyped
+    O(sysfs_root) (missing, or not a sysfs mount) is an error naming it.
   - The module reads only; it changes nothing on the host.
 author:
   - gpunet.rdma contributors (@gpunet)
@@ -28,8 +35,10 @@ options:
   source:
     description:
       - Where to read the hardware from.
-      - V(auto) uses sysfs when O(sysfs_root)C(/class/infiniband) exists, otherwise the first command found
-        of C(ibdev2netdev) and C(rdma).
+      - V(auto) uses sysfs when it is mounted at O(sysfs_root); a sysfs without C(class/infiniband) means the
+        kernel has no RDMA device (the commands read the same kernel). Only when O(sysfs_root) is the default
+        C(/sys) and missing (a stripped-down container) is the first command found of C(ibdev2netdev) and
+        C(rdma) used.
       - V(sysfs) reads O(sysfs_root) only.
       - V(ibdev2netdev) runs C(ibdev2netdev -v) and falls back to plain C(ibdev2netdev) when the verbose form
         fails.
@@ -41,6 +50,10 @@ options:
     description:
       - Mount point of sysfs. Point it at a directory laid out like C(/sys) to read a fixture tree (the lab
         and the tests do this).
+      - A path that does not exist or is not a sysfs mount (none of C(class/), C(devices/), C(bus/),
+        C(module/), C(kernel/) in it, e.g. C(/sys/class) given for C(/sys)) is an error.
+      - With O(source=ibdev2netdev) or O(source=rdma), the sysfs found here fills what the command does not
+        print.
     type: path
     default: /sys
   ibdev2netdev_path:
@@ -64,7 +77,14 @@ attributes:
   platform:
     platforms: posix
 notes:
-  - Commands run with C(LC_ALL=C) so that their output does not depend on the host's locale.
+  - Commands run as argument lists with C(LC_ALL=C) so that their output does not depend on the host's locale.
+  - "Layouts read: C(ibdev2netdev) plain (C(mlx5_0 port 1 ==> ib0 (Up)), also widened by C(column -t) and with
+    the two-word C((Down/Up)) state), C(-v) (with or without the PCI address, padded states such as
+    C((DOWN  ))) and the old C(<===>) style; C(rdma -j link) of every iproute2 release with JSON (compact or
+    C(-p), C(ifname) as C(DEV/PORT) before iproute2 5.5) and the text forms C(link DEV/PORT ...) and
+    C(INDEX/PORT: DEV/PORT: ...), with C(-d) capability lines."
+  - C(rdma link) prints subnet prefix and LIDs for InfiniBand ports only, so those ports get link layer
+    V(InfiniBand) from it; other ports keep V(null) unless sysfs tells.
 seealso:
   - name: Linux kernel sysfs ABI for InfiniBand
     description: The attributes under C(/sys/class/infiniband) that this module reads.
@@ -107,6 +127,11 @@ msg:
   returned: always
   type: str
   sample: "3 RDMA devices, 3 ports (2 ACTIVE) from sysfs"
+sysfs_filled:
+  description: Whether sysfs filled facts the command source did not print (always V(false) for sysfs itself).
+  returned: always
+  type: bool
+  sample: true
 ansible_facts:
   description: Facts added to the host.
   returned: always
@@ -174,6 +199,18 @@ ansible_facts:
           description: PCI address of the function the device belongs to, with domain. V(null) when unknown.
           type: str
           sample: "0000:0c:00.0"
+        source:
+          description: The source that listed the port (V(sysfs), V(ibdev2netdev) or V(rdma)).
+          type: str
+          sample: rdma
+        unknown:
+          description:
+            - Which of C(state), C(physical_state), C(link_layer) and C(rate_gbps) the sources could not tell
+              (their value is V(null)). The cluster-stage builders name these gaps instead of ignoring the port
+              silently.
+          type: list
+          elements: str
+          sample: [link_layer, rate_gbps]
     rdma_devices:
       description: One item per RDMA device, sorted by device name (natural order).
       returned: always
@@ -201,9 +238,36 @@ ansible_facts:
           type: str
           sample: MT4123
         board_id:
-          description: Board ID (PSID). V(null) when the source does not tell.
+          description: Board ID (PSID). V(null) when the source does not tell. Bytes that are not UTF-8 are shown
+            as U+FFFD.
           type: str
           sample: MT_0000000223
+        node_desc:
+          description: Node description (host name and device on an InfiniBand fabric) from sysfs; V(null) otherwise.
+          type: str
+          sample: gpu-a100-07 mlx5_1
+        virtual_function:
+          description:
+            - V(true) for an SR-IOV virtual function, V(false) for a physical function, V(null) when the source
+              does not tell (C(rdma link), plain C(ibdev2netdev)).
+          type: bool
+          sample: false
+        physical_function:
+          description: PCI address of the VF's physical function (from sysfs); V(null) for a PF or when unknown.
+          type: str
+          sample: "0000:0b:00.0"
+        physical_function_device:
+          description: RDMA device of the VF's physical function, when sysfs lists it.
+          type: str
+          sample: mlx5_0
+        sriov_numvfs:
+          description: VFs enabled on this physical function (C(device/sriov_numvfs)); V(null) without SR-IOV.
+          type: int
+          sample: 2
+        sriov_totalvfs:
+          description: VFs the function supports (C(device/sriov_totalvfs), set by C(NUM_OF_VFS) in firmware).
+          type: int
+          sample: 8
         ports:
           description: Port numbers of the device found in RV(ansible_facts.rdma_ports).
           type: list
@@ -213,30 +277,105 @@ ansible_facts:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    SBIN_DIRS,
+    find_tool,
+    output_summary,
+    printable,
+    run_tool,
+)
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import (
     RdmaParseError,
     SysfsReader,
+    fill_from_sysfs,
+    is_virtual_function,
     parse_ibdev2netdev,
     parse_rdma_link,
 )
 
-_EXTRA_BIN_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin']
-_COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C'}
+# Where distributions and MLNX_OFED install the tools besides PATH (tests replace it).
+_EXTRA_BIN_DIRS = SBIN_DIRS
+DEFAULT_SYSFS_ROOT = '/sys'
 
 
-def _find(module, name, explicit):
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            module.fail_json(msg='%s_path %s is not an executable file. Fix the path or leave it unset to search PATH.'
-                             % (name, explicit))
-        return explicit
-    return module.get_bin_path(name, required=False, opt_dirs=_EXTRA_BIN_DIRS)
+class Discovery(object):
+    """One run of the module: which source, what it found, and the message for an empty result."""
 
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.reader = SysfsReader(self.params['sysfs_root'])
+        self.sysfs_problem = self.reader.root_problem()
+        self.sysfs_filled = False
 
-def _run(module, argv):
-    return module.run_command(argv, environ_update=_COMMAND_ENV)
+    def fail_sysfs_root(self):
+        self.module.fail_json(msg='sysfs_root: %s. Set sysfs_root to the sysfs mount point (/sys on a host, or a '
+                                  'tree laid out like it in the lab), or leave it unset.' % self.sysfs_problem,
+                              sysfs_root=self.params['sysfs_root'])
+
+    def run(self):
+        """Return (source, ports, devices, why_empty)."""
+        source = self.params['source']
+        explicit_root = os.path.normpath(self.params['sysfs_root']) != DEFAULT_SYSFS_ROOT
+        if self.sysfs_problem and (explicit_root or source == 'sysfs'):
+            self.fail_sysfs_root()
+        if source == 'sysfs' or (source == 'auto' and not self.sysfs_problem):
+            if not self.reader.has_rdma_class():
+                return 'sysfs', [], [], ('%s does not exist: the kernel has no RDMA device (no RDMA driver loaded, '
+                                         'or no RDMA hardware)' % self.reader.class_ib)
+            ports, devices = _parse('sysfs', self.reader.read)
+            return 'sysfs', ports, devices, 'the kernel lists no RDMA device in %s' % self.reader.class_ib
+
+        ibdev2netdev = rdma = None
+        if source in ('auto', 'ibdev2netdev'):
+            ibdev2netdev = find_tool(self.module, 'ibdev2netdev', self.params['ibdev2netdev_path'],
+                                     option='ibdev2netdev_path', opt_dirs=_EXTRA_BIN_DIRS,
+                                     required=source == 'ibdev2netdev',
+                                     hint='Install MLNX_OFED/DOCA-OFED, set ibdev2netdev_path, or use source=sysfs.')
+        if source in ('auto', 'rdma') and not ibdev2netdev:
+            rdma = find_tool(self.module, 'rdma', self.params['rdma_path'], option='rdma_path',
+                             opt_dirs=_EXTRA_BIN_DIRS, required=source == 'rdma',
+                             hint='Install iproute2, set rdma_path, or use source=sysfs.')
+        if ibdev2netdev:
+            ports, devices = _parse('ibdev2netdev', parse_ibdev2netdev, self._from_ibdev2netdev(ibdev2netdev))
+            self._fill(ports, devices)
+            return 'ibdev2netdev', ports, devices, '%s printed no RDMA port' % ibdev2netdev
+        if rdma:
+            ports, devices = _parse('rdma link', parse_rdma_link, self._from_rdma(rdma))
+            self._fill(ports, devices)
+            return 'rdma', ports, devices, '%s -j link printed no RDMA port' % rdma
+        return 'none', [], [], ('sysfs is not mounted at %s and neither ibdev2netdev nor rdma is installed: no '
+                                'RDMA device can be seen on this host' % self.params['sysfs_root'])
+
+    def _fill(self, ports, devices):
+        if ports and not self.sysfs_problem and self.reader.has_rdma_class():
+            self.sysfs_filled = _parse('sysfs', fill_from_sysfs, ports, devices, self.reader) > 0
+
+    def _from_ibdev2netdev(self, path):
+        rc, out, err = run_tool(self.module, [path, '-v'], what='ibdev2netdev')
+        if rc != 0:
+            rc, out, err = run_tool(self.module, [path], what='ibdev2netdev')
+        if rc != 0:
+            hint = ''
+            if rc == 255 and not (out or err).strip():
+                hint = ' It exits so when /sys/class/infiniband is missing: the RDMA driver is not loaded.'
+            self.module.fail_json(msg='%s exited with %d: %s.%s Check that the MLNX_OFED/DOCA driver stack is '
+                                      'installed and loaded, or use source=sysfs.'
+                                  % (path, rc, output_summary(out, err), hint), rc=rc, stdout=out, stderr=err)
+        return out
+
+    def _from_rdma(self, path):
+        rc, out, err = run_tool(self.module, [path, '-j', 'link'], what='rdma')
+        if rc != 0:
+            hint = ''
+            if 'NETLINK_RDMA' in (out + err):
+                hint = ' The kernel has no RDMA netlink: ib_core is not loaded or the kernel has no RDMA support.'
+            self.module.fail_json(msg='%s -j link exited with %d: %s.%s Check that the RDMA kernel modules (ib_core, '
+                                      'the device driver) are loaded, or use source=sysfs.'
+                                  % (path, rc, output_summary(out, err), hint), rc=rc, stdout=out, stderr=err)
+        return out
 
 
 def _parse(source, parse, *args):
@@ -247,83 +386,40 @@ def _parse(source, parse, *args):
         raise
 
 
-def _from_ibdev2netdev(module, path):
-    rc, out, err = _run(module, [path, '-v'])
-    if rc != 0:
-        rc, out, err = _run(module, [path])
-    if rc != 0:
-        module.fail_json(msg='%s exited with %d: %s. Check that the MLNX_OFED/DOCA driver stack is installed and '
-                         'loaded, or use source=sysfs.' % (path, rc, (err or out).strip()), rc=rc,
-                         stdout=out, stderr=err)
-    return out
-
-
-def _from_rdma(module, path):
-    rc, out, err = _run(module, [path, '-j', 'link'])
-    if rc != 0:
-        module.fail_json(msg='%s -j link exited with %d: %s. Check that the RDMA kernel modules (ib_core, the '
-                         'device driver) are loaded, or use source=sysfs.' % (path, rc, (err or out).strip()),
-                         rc=rc, stdout=out, stderr=err)
-    return out
-
-
-def discover(module):
-    """Return (source, ports, devices, why_empty)."""
-    params = module.params
-    source = params['source']
-    reader = SysfsReader(params['sysfs_root'])
-
-    if source == 'sysfs' or (source == 'auto' and reader.has_rdma_class()):
-        if not reader.has_rdma_class():
-            return 'sysfs', [], [], '%s does not exist: the kernel has no RDMA device' % reader.class_ib
-        ports, devices = _parse('sysfs', reader.read)
-        return 'sysfs', ports, devices, 'the kernel lists no RDMA device in %s' % reader.class_ib
-
-    ibdev2netdev = _find(module, 'ibdev2netdev', params['ibdev2netdev_path']) if source in ('auto', 'ibdev2netdev') else None
-    rdma = _find(module, 'rdma', params['rdma_path']) if source in ('auto', 'rdma') else None
-
-    if source == 'ibdev2netdev' and not ibdev2netdev:
-        module.fail_json(msg='ibdev2netdev was not found on PATH or in %s. Install MLNX_OFED/DOCA-OFED, set '
-                         'ibdev2netdev_path, or use source=sysfs.' % ', '.join(_EXTRA_BIN_DIRS))
-    if source == 'rdma' and not rdma:
-        module.fail_json(msg='rdma was not found on PATH or in %s. Install iproute2, set rdma_path, or use '
-                         'source=sysfs.' % ', '.join(_EXTRA_BIN_DIRS))
-
-    if ibdev2netdev:
-        ports, devices = _parse('ibdev2netdev', parse_ibdev2netdev, _from_ibdev2netdev(module, ibdev2netdev))
-        return 'ibdev2netdev', ports, devices, '%s printed no RDMA port' % ibdev2netdev
-    if rdma:
-        ports, devices = _parse('rdma link', parse_rdma_link, _from_rdma(module, rdma))
-        return 'rdma', ports, devices, '%s -j link printed no RDMA port' % rdma
-    return 'none', [], [], ('%s does not exist and neither ibdev2netdev nor rdma is installed: no RDMA device '
-                            'can be seen on this host' % reader.class_ib)
-
-
 def main():
-    module = AnsibleModule(
+    module = RdmaModule(
         argument_spec=dict(
             source=dict(type='str', default='auto', choices=['auto', 'sysfs', 'ibdev2netdev', 'rdma']),
-            sysfs_root=dict(type='path', default='/sys'),
+            sysfs_root=dict(type='path', default=DEFAULT_SYSFS_ROOT),
             ibdev2netdev_path=dict(type='path'),
             rdma_path=dict(type='path'),
         ),
         supports_check_mode=True,
     )
 
+    discovery = Discovery(module)
     try:
-        source, ports, devices, why_empty = discover(module)
+        source, ports, devices, why_empty = discovery.run()
     except RdmaParseError as exc:
-        module.fail_json(msg='Cannot read RDMA hardware from %s: %s. Offending line: %r. Report it with the '
-                         'tool and kernel versions, or choose another source.' % (exc.source, exc, exc.line),
-                         offending_line=exc.line)
+        module.fail_json(msg='Cannot read RDMA hardware from %s: %s. Offending line: %s. Report it with the '
+                             'tool and kernel versions, or choose another source.'
+                             % (exc.source, exc, printable(exc.line, 300)),
+                         offending_line=printable(exc.line, 300))
 
     if ports or devices:
         active = len([p for p in ports if p['state'] == 'ACTIVE'])
-        msg = '%d RDMA devices, %d ports (%d ACTIVE) from %s' % (len(devices), len(ports), active, source)
+        vfs = len([d for d in devices if is_virtual_function(d)])
+        msg = '%d RDMA devices%s, %d ports (%d ACTIVE) from %s' % (
+            len(devices), ' (%d SR-IOV VF)' % vfs if vfs else '', len(ports), active, source)
+        if discovery.sysfs_filled:
+            msg += ', completed from sysfs'
+        unknown = sorted(set(key for p in ports for key in p['unknown']))
+        if unknown:
+            msg += '; unknown from this source: %s' % ', '.join(unknown)
     else:
         msg = 'No RDMA device found: %s' % why_empty
 
-    module.exit_json(changed=False, source=source, msg=msg,
+    module.exit_json(changed=False, source=source, msg=msg, sysfs_filled=discovery.sysfs_filled,
                      ansible_facts=dict(rdma_ports=ports, rdma_devices=devices))
 
 

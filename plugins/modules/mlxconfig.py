@@ -21,27 +21,42 @@ description:
     resets or reboots; it returns the parameters whose Current value differs from Next Boot in RV(pending),
     including changes made earlier and never activated, and RV(reboot_required).
   - Every problem with the request (unknown parameter, parameter the device does not have, read-only parameter,
-    value the parameter does not accept) fails before anything is set.
-  - Works with mlxconfig from NVIDIA MFT and with C(mstconfig) from mstflint, which has the same syntax.
+    value the parameter does not accept, a number wider than the parameter's field, an array parameter without an
+    element index) fails before anything is set. Parameter names are case-sensitive, as the tools print them
+    (V(EXP_ROM_UEFI_x86_ENABLE)); a name that differs only in case is refused with the printed name suggested.
+  - Value names are learned from every column the query prints (Default, Current, Next Boot), so a name printed
+    only as a default (V(_256KB)) can be set by name.
+  - Elements of array parameters (the query prints C(Array[0..7])) are set one by one as C(NAME[index]); their
+    values are queried by name (C(mlxconfig -d DEVICE -e q NAME[index])) before they are compared.
+  - When the C(set) call fails, the module queries the device again and reports what the tool said, what was set
+    before the failure and what is now pending.
+  - Works with mlxconfig from NVIDIA MFT and with C(mstconfig) from mstflint, which has the same syntax. The
+    table layouts of every release are read, older releases (name column of 36 or 44 characters, 16-character
+    values that an exactly 16-character value touches, the oldest printing C(PCI device:)), releases around MFT 4.30
+    (20-character values) and MFT 4.36 and later (48-character names, 33-character values); with Default, Current
+    and Next Boot, with Default and Next Boot (firmware that cannot read current values) or with Next Boot only.
 author:
   - gpunet.rdma contributors (@gpunet)
 options:
   device:
     description:
       - The device to configure, as a PCI address (V(0000:86:00.0) or V(86:00.0)), an MST device path
-        (V(/dev/mst/mt4119_pciconf0), present after C(mst start)), or an RDMA device name (V(mlx5_0)), which is
-        resolved to its PCI address through O(sysfs_root).
+        (V(/dev/mst/mt4119_pciconf0), present after C(mst start)) or another device path the tool accepts, or an
+        RDMA device name (V(mlx5_0)), which is resolved to its PCI address through O(sysfs_root).
     type: str
     required: true
   params:
     description:
       - Wanted firmware parameters, NAME to value. A value may be the name (V(IB), V(ETH), V(True), V(False)), the
         number (V(1)), or the form the query prints (V(IB(1\))). YAML booleans are accepted for boolean parameters.
+        Lists, dictionaries and fractional numbers are refused.
+      - An element of an array parameter is named C(NAME[index]), for example V(ESWITCH_HAIRPIN_DESCRIPTORS[0]).
       - Omit to query only.
     type: dict
   executable:
     description:
-      - The configuration tool. Default is C(mlxconfig) when it is on E(PATH), else C(mstconfig).
+      - The configuration tool. Default is C(mlxconfig) when it is on E(PATH) or in C(/usr/sbin), C(/sbin),
+        C(/usr/local/sbin), C(/usr/local/bin), else C(mstconfig). An explicit path must be an executable file.
     type: path
   sysfs_root:
     description:
@@ -90,6 +105,13 @@ EXAMPLES = r'''
     params:
       SRIOV_EN: true
       NUM_OF_VFS: 8
+
+- name: Give the first two hairpin descriptor elements 64 entries (array parameters are set by element)
+  gpunet.rdma.mlxconfig:
+    device: mlx5_0
+    params:
+      ESWITCH_HAIRPIN_DESCRIPTORS[0]: 64
+      ESWITCH_HAIRPIN_DESCRIPTORS[1]: 64
 
 - name: Tell what is waiting for a reboot
   ansible.builtin.debug:
@@ -154,6 +176,14 @@ layout:
   returned: always
   type: str
   sample: verbose
+columns:
+  description:
+    - The value columns of the query table as the tool printed them, for example V([Default, Current, Next Boot]) or
+      V([Next Boot]).
+  returned: always
+  type: list
+  elements: str
+  sample: [Default, Current, Next Boot]
 reboot_required:
   description: True when RV(pending) is not empty, a firmware reset or reboot is needed to activate it.
   returned: always
@@ -163,28 +193,45 @@ reboot_required:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    SBIN_DIRS,
+    find_tool,
+    output_summary,
+    printable,
+    run_tool,
+)
 from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import (
     MlxconfigError,
     apply_changes,
-    parse_query,
+    element_queries,
+    matches,
+    parse_query_table,
     pending,
     plan,
     render_next_boot,
+    split_value,
 )
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
 
-_COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C'}
-_EXTRA_BIN_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/bin']
+_EXTRA_BIN_DIRS = list(SBIN_DIRS)
+_DEVICE_FORMS = ('a PCI address (0000:86:00.0), an MST device path (/dev/mst/mt4119_pciconf0) or an RDMA device '
+                 'name (mlx5_0)')
 
 
 def resolve_device(module, device, sysfs_root):
-    """Return what to pass to ``-d``: the PCI address with domain, or the MST path."""
-    if device.startswith('/dev/mst/'):
+    """Return what to pass to ``-d``: the PCI address with domain, or the device path."""
+    if not device:
+        module.fail_json(msg='device is empty: give %s.' % _DEVICE_FORMS)
+    if os.path.isabs(device):
+        if os.path.isdir(device):
+            module.fail_json(msg='device %s is a directory, not a device: give %s.' % (device, _DEVICE_FORMS))
         if not os.path.exists(device):
-            module.fail_json(msg='MST device %s does not exist: run `mst start` (NVIDIA MFT) first, or give the PCI '
-                             'address or RDMA device name instead.' % device)
+            if device.startswith('/dev/mst/'):
+                module.fail_json(msg='MST device %s does not exist: run `mst start` (NVIDIA MFT) first, or give the '
+                                 'PCI address or RDMA device name instead.' % device)
+            module.fail_json(msg='device %s does not exist: give %s.' % (device, _DEVICE_FORMS))
         return device
     pci = normalize_pci_address(device)
     if pci:
@@ -195,7 +242,7 @@ def resolve_device(module, device, sysfs_root):
         return pci
     class_ib = os.path.join(sysfs_root, 'class', 'infiniband')
     link = os.path.join(class_ib, device, 'device')
-    if not os.path.exists(link):
+    if '/' in device or device in ('.', '..') or not os.path.exists(link):
         known = sorted(os.listdir(class_ib)) if os.path.isdir(class_ib) else []
         module.fail_json(msg='Device not found: %s is not a PCI address, an MST device path or an RDMA device of '
                          'this host (RDMA devices: %s).' % (device, ', '.join(known) or 'none'))
@@ -207,52 +254,109 @@ def resolve_device(module, device, sysfs_root):
 
 
 def find_executable(module):
-    if module.params['executable']:
-        if not os.access(module.params['executable'], os.X_OK):
-            module.fail_json(msg='executable %s is not an executable file.' % module.params['executable'])
-        return module.params['executable']
-    for name in ('mlxconfig', 'mstconfig'):
-        path = module.get_bin_path(name, opt_dirs=_EXTRA_BIN_DIRS)
-        if path:
-            return path
-    module.fail_json(msg='Neither mlxconfig (NVIDIA MFT) nor mstconfig (mstflint) was found. Install one of them '
-                     '(Debian/Ubuntu: apt install mstflint) or set executable.')
+    return find_tool(module, ['mlxconfig', 'mstconfig'], explicit=module.params['executable'], option='executable',
+                     opt_dirs=_EXTRA_BIN_DIRS,
+                     hint='Install NVIDIA MFT (mlxconfig) or mstflint (mstconfig; Debian/Ubuntu: apt install '
+                          'mstflint), or set executable.')
 
 
-def _tool_error(out, err):
-    lines = [line.strip() for line in (err + '\n' + out).splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith('-E-')]
-    return (errors or lines or ['no output'])[0]
+def _failure_hint(message, device):
+    lowered = message.lower()
+    if 'open' in lowered or 'no such' in lowered or 'unable to parse device' in lowered:
+        return (' Check that %s is a ConnectX device and its driver is loaded (for /dev/mst paths run `mst start`).'
+                % device)
+    return ''
 
 
-def query(module, executable, device, layouts=('-e', None)):
+def run_query(module, executable, device, flag, names=()):
+    """``(rc, out, err, argv)`` of one query, with ``-e`` or without."""
+    argv = [executable, '-d', device] + ([flag] if flag else []) + ['q'] + list(names)
+    rc, out, err = run_tool(module, argv, what=os.path.basename(executable))
+    return rc, out, err, argv
+
+
+def parse_or_fail(module, argv, out, err):
+    try:
+        return parse_query_table(out)
+    except MlxconfigError as exc:
+        shown = printable(out, 400) if out.strip() else '(nothing)'
+        module.fail_json(msg='Cannot parse the output of %s: %s. Offending line: %r. The tool printed: %s. Check that '
+                         'executable is mlxconfig (NVIDIA MFT) or mstconfig (mstflint).'
+                         % (' '.join(argv), exc, printable(exc.line or '', 200), shown),
+                         stdout=printable(out), stderr=printable(err))
+
+
+def query(module, executable, device, layouts=('-e', None), names=()):
     """Query with -e (Default/Current/Next Boot), falling back to the plain layout.
 
-    Returns the layout flag that worked and the parsed configuration.
+    Returns the layout flag that worked and the parsed table.
     """
     failure = None
     for flag in layouts:
-        argv = [executable, '-d', device] + ([flag] if flag else []) + ['q']
-        rc, out, err = module.run_command(argv, environ_update=_COMMAND_ENV)
+        rc, out, err, argv = run_query(module, executable, device, flag, names)
         if rc == 0:
-            try:
-                return flag, parse_query(out)
-            except MlxconfigError as exc:
-                module.fail_json(msg='Cannot parse the output of %s: %s. Offending line: %r.'
-                                 % (' '.join(argv), exc, exc.line), stdout=out, stderr=err)
+            return flag, parse_or_fail(module, argv, out, err)
         failure = (argv, rc, out, err)
     argv, rc, out, err = failure
-    message = _tool_error(out, err)
-    hint = ''
-    if 'open' in message.lower() or 'no such' in message.lower():
-        hint = (' Check that %s is a ConnectX device and its driver is loaded (for /dev/mst paths run `mst start`).'
-                % device)
-    module.fail_json(msg='%s failed (rc=%d): %s.%s' % (' '.join(argv), rc, message, hint), rc=rc, stdout=out,
-                     stderr=err)
+    message = output_summary(out, err)
+    module.fail_json(msg='%s failed (rc=%d): %s.%s' % (' '.join(argv), rc, message, _failure_hint(message, device)),
+                     rc=rc, stdout=printable(out), stderr=printable(err))
+
+
+def read_config(module, executable, device, wanted, layouts=('-e', None)):
+    """The device's table, with the array elements of ``wanted`` queried by name (the table shows Array[a..b])."""
+    flag, table = query(module, executable, device, layouts)
+    config = table['params']
+    names = element_queries(config, wanted)
+    if names:
+        config.update(query(module, executable, device, (flag,), names)[1]['params'])
+    return flag, table
+
+
+def report_failed_set(module, executable, device, argv, rc, out, err, layout_flag, config, changes, wanted):
+    """The set call failed: say what the tool said and what the device holds now (some values may be set)."""
+    said = output_summary(out, err)
+    try:
+        rc2, out2, err2, argv2 = run_query(module, executable, device, layout_flag)
+        after = parse_query_table(out2)['params'] if rc2 == 0 else None
+        if after is not None:
+            names = element_queries(after, wanted)
+            if names:
+                rc3, out3, _err3, _argv3 = run_query(module, executable, device, layout_flag, names)
+                after.update(parse_query_table(out3)['params'] if rc3 == 0 else {})
+    except MlxconfigError:
+        after = None
+    if after is None:
+        module.fail_json(msg='%s failed (rc=%d): %s. The configuration could not be read again, so what was set '
+                         'before the failure is unknown: query the device (%s -d %s -e q) before retrying.'
+                         % (' '.join(argv), rc, said, executable, device), rc=rc, stdout=printable(out),
+                         stderr=printable(err), changes={}, config=config)
+    applied = dict((name, change) for name, change in changes.items() if is_set(after.get(name), change))
+    not_applied = sorted(set(changes) - set(applied))
+    has_current = any(entry['current'] is not None for entry in after.values())
+    waiting = pending(after) if has_current else sorted(applied)
+    module.fail_json(
+        msg='%s failed (rc=%d): %s. Set before the failure: %s; not set: %s. Pending until a firmware reset or '
+            'reboot: %s. Fix the cause and run again (what is set is not set twice).'
+            % (' '.join(argv), rc, said, ', '.join(sorted(applied)) or 'nothing', ', '.join(not_applied) or 'nothing',
+               ', '.join(waiting) or 'nothing'),
+        rc=rc, stdout=printable(out), stderr=printable(err), changes=applied, pending=waiting,
+        reboot_required=bool(waiting), config=public_config(after), device=device, executable=executable)
+
+
+def is_set(entry, change):
+    """Whether the device's Next Boot value of a parameter is the one ``change`` wanted."""
+    value_name, number = split_value(change['after'])
+    return entry is not None and matches(entry['next_boot'], number, value_name)
+
+
+def public_config(config):
+    return dict((name, dict((k, entry[k]) for k in ('default', 'current', 'next_boot', 'read_only')))
+                for name, entry in config.items())
 
 
 def main():
-    module = AnsibleModule(
+    module = RdmaModule(
         argument_spec=dict(
             device=dict(type='str', required=True),
             params=dict(type='dict'),
@@ -264,13 +368,14 @@ def main():
     wanted = module.params['params'] or {}
     executable = find_executable(module)
     device = resolve_device(module, module.params['device'].strip(), module.params['sysfs_root'])
-    layout_flag, config = query(module, executable, device)
+    layout_flag, table = read_config(module, executable, device, wanted)
+    config = table['params']
     has_current = any(entry['current'] is not None for entry in config.values())
 
     try:
-        changes, set_args = plan(config, wanted)
+        changes, set_args = plan(config, wanted, table['device_type'])
     except MlxconfigError as exc:
-        module.fail_json(msg='Nothing was set on %s: %s.' % (device, exc), config=config, device=device,
+        module.fail_json(msg='Nothing was set on %s: %s.' % (device, exc), config=public_config(config), device=device,
                          executable=executable)
 
     after = config
@@ -279,11 +384,19 @@ def main():
             after = apply_changes(config, changes)
         else:
             argv = [executable, '-d', device, '-y', 'set'] + set_args
-            rc, out, err = module.run_command(argv, environ_update=_COMMAND_ENV)
+            rc, out, err = run_tool(module, argv, what=os.path.basename(executable))
             if rc != 0:
-                module.fail_json(msg='%s failed (rc=%d): %s' % (' '.join(argv), rc, _tool_error(out, err)), rc=rc,
-                                 stdout=out, stderr=err, changes=changes)
-            after = query(module, executable, device, layouts=(layout_flag,))[1]
+                report_failed_set(module, executable, device, argv, rc, out, err, layout_flag, config, changes,
+                                  wanted)
+            after = read_config(module, executable, device, wanted, layouts=(layout_flag,))[1]['params']
+            missed = sorted(name for name, change in changes.items() if not is_set(after.get(name), change))
+            if missed:
+                reads = ', '.join('%s=%s' % (name, after[name]['next_boot'] if name in after else '(absent)')
+                                  for name in missed)
+                module.fail_json(msg='%s reported success, but the device still reads %s. Query the device (%s -d %s '
+                                 '-e q) and check the firmware release notes for these parameters.'
+                                 % (' '.join(argv), reads, executable, device),
+                                 stdout=printable(out), changes=changes, config=public_config(after))
 
     if has_current:
         waiting = pending(after)
@@ -296,10 +409,10 @@ def main():
         changed=bool(changes),
         device=device,
         executable=executable,
-        config=dict((name, dict((k, entry[k]) for k in ('default', 'current', 'next_boot', 'read_only')))
-                    for name, entry in after.items()),
+        config=public_config(after),
         changes=changes,
         layout='verbose' if has_current else 'plain',
+        columns=table['columns'],
         pending=waiting,
         reboot_required=bool(waiting),
     )

@@ -14,7 +14,8 @@ version_added: 0.1.0
 description:
   - Returns RV(ansible_facts.rdma_driver) - what the driver roles (P(gpunet.rdma.ofed#role),
     P(gpunet.rdma.gpudirect#role), P(gpunet.rdma.rdma_netns#role)) and the fleet report decide on.
-  - The installed OFED release comes from C(ofed_info -s) (MLNX_OFED or DOCA-OFED). Whether the running kernel has
+  - The installed OFED release comes from C(ofed_info -s) (MLNX_OFED or DOCA-OFED); when that fails or prints
+    something else, from the first line of C(ofed_info) without C(-s). Whether the running kernel has
     the RDMA modules, and from which build, comes from the kernel's C(modules.dep) (out-of-tree builds live under
     C(updates/), C(extra/) or C(weak-updates/)); which modules are loaded, and their version, from
     C(/sys/module).
@@ -23,6 +24,13 @@ description:
     RV(ansible_facts.rdma_driver.ofed.restart_pending).
   - The RDMA subsystem's network namespace mode is read live with C(rdma system) and from the C(ib_core netns_mode)
     option persisted in modprobe.d.
+  - Files are read as the kernel tools read them. In O(modprobe_dir) only C(*.conf) and C(*.alias) count; a
+    directory or an unreadable file there is skipped with a warning, as modprobe skips it; bytes that are not UTF-8
+    in a modprobe.d file or a C(modules.dep) are replaced, with a warning naming the file and the offset. A
+    C(modules.dep) that exists but cannot be read is an error (every module would look missing).
+  - Wrong input fails naming it and the fix - a O(sysfs_root) that is missing or not a sysfs mount, a O(kernel)
+    that is not a kernel release, a O(modules) entry that is not a module name, a tool path that is a directory or
+    not executable, C(ofed_info) output that names no release - and nothing is changed on the host.
   - Reads only.
 author:
   - gpunet.rdma contributors (@gpunet)
@@ -33,22 +41,29 @@ options:
     elements: str
     default: []
   kernel:
-    description: Kernel release to check the modules of; default the running kernel (C(uname -r)).
+    description:
+      - Kernel release to check the modules of; default the running kernel (C(uname -r)).
+      - Must look like a kernel release (letters, digits, C(.), C(_), C(+), C(~) and C(-); no C(/)).
     type: str
   modules_root:
-    description: Directory holding one C(modules.dep) tree per kernel.
+    description: Directory holding one C(modules.dep) tree per kernel. Missing (containers) means no module is
+      installed; a file there is an error.
     type: path
     default: /lib/modules
   sysfs_root:
-    description: Where sysfs is mounted (C(module/), C(kernel/mm/memory_peers/)).
+    description:
+      - Where sysfs is mounted (C(module/), C(kernel/mm/memory_peers/)).
+      - Must exist and look like a sysfs mount (one of C(class/), C(devices/), C(bus/), C(module/), C(kernel/)
+        in it); anything else is an error naming the path.
     type: path
     default: /sys
   modprobe_dir:
-    description: The modprobe configuration directory searched for C(options ib_core netns_mode=...).
+    description: The modprobe configuration directory searched for C(options ib_core netns_mode=...). Missing
+      means nothing is persisted; a file there is an error.
     type: path
     default: /etc/modprobe.d
   ofed_info_path:
-    description: Path of C(ofed_info); default searches E(PATH) and C(/usr/bin).
+    description: Path of C(ofed_info); default searches C(/usr/bin), E(PATH) and the sbin directories.
     type: path
   rdma_path:
     description: Path of the iproute2 C(rdma) tool; default searches E(PATH) (MLNX_OFED's own copy in
@@ -105,7 +120,7 @@ ansible_facts:
           type: dict
           contains:
             installed:
-              description: Whether C(ofed_info -s) names a release.
+              description: Whether C(ofed_info -s) (or C(ofed_info)) names a release.
               type: bool
             flavor:
               description: C(MLNX_OFED_LINUX) or C(OFED-internal) (DOCA-OFED); null without OFED.
@@ -185,45 +200,78 @@ ansible_facts:
           sample: {nv_mem: "1.3"}
 '''
 
-import glob
 import os
 import platform
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    SBIN_DIRS,
+    find_tool,
+    output_summary,
+    printable,
+    run_tool,
+)
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
-    RDMA_CORE_MODULES, DriverError, kernel_modules, kernels_with_ofed, loaded_module, memory_peers,
-    netns_mode_from_option, ofed_state, parse_modprobe_option, parse_ofed_info, parse_rdma_system)
+    RDMA_CORE_MODULES, DriverError, check_kernel_release, check_module_names, kernel_modules, kernels_with_ofed,
+    loaded_module, memory_peers, netns_mode_from_option, ofed_state, parse_ofed_info, parse_rdma_system,
+    persisted_option)
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import sysfs_root_problem
 
-_COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C'}
+# MLNX_OFED installs ofed_info in /usr/bin and its own iproute2 under /opt/mellanox; searched before PATH.
+OFED_INFO_DIRS = ['/usr/bin'] + SBIN_DIRS
+RDMA_DIRS = ['/opt/mellanox/iproute2/sbin'] + SBIN_DIRS
 
 
 def read_ofed(module):
-    path = module.params['ofed_info_path'] or module.get_bin_path('ofed_info', opt_dirs=['/usr/bin'])
+    """The installed OFED release from `ofed_info -s`, else from the first line of `ofed_info`; None without OFED."""
+    path = find_tool(module, 'ofed_info', module.params['ofed_info_path'], option='ofed_info_path',
+                     opt_dirs=OFED_INFO_DIRS, required=False)
     if not path:
         return None
-    rc, out, err = module.run_command([path, '-s'], environ_update=_COMMAND_ENV)
-    if rc != 0:
-        module.warn('%s -s failed (rc=%d): %s; OFED reported as not installed.' % (path, rc, (err or out).strip()))
+    attempts = []
+    for argv in ([path, '-s'], [path]):
+        rc, out, err = run_tool(module, argv, what='ofed_info')
+        if rc != 0:
+            attempts.append('`%s` failed (rc=%d): %s' % (' '.join(argv), rc, output_summary(out, err, 300)))
+            continue
+        try:
+            release = parse_ofed_info(out)
+        except DriverError as exc:
+            attempts.append('`%s`: %s' % (' '.join(argv), exc))
+            continue
+        if release is None:
+            attempts.append('`%s` printed nothing' % ' '.join(argv))
+            continue
+        if attempts:
+            module.warn('%s; the release was read from `%s` instead.' % ('; '.join(attempts), ' '.join(argv)))
+        return release
+    if all('failed (rc=' in attempt or 'printed nothing' in attempt for attempt in attempts):
+        module.warn('%s; OFED reported as not installed.' % '; '.join(attempts))
         return None
-    return parse_ofed_info(out)
+    module.fail_json(msg='Cannot read the installed OFED release: %s. Check the OFED installation (`ofed_info -s` '
+                         'prints MLNX_OFED_LINUX-<release>: or OFED-internal-<release>:), or set ofed_info_path to '
+                         'the right ofed_info.' % '; '.join(attempts))
+    return None
 
 
-def read_netns(module):
+def read_netns(module, warn):
     result = dict(live=None, live_error=None, copy_on_fork=None, persisted=None, persisted_file=None)
-    for path in sorted(glob.glob(os.path.join(module.params['modprobe_dir'], '*.conf'))):
-        with open(path) as handle:
-            value = parse_modprobe_option(handle.read(), 'ib_core', 'netns_mode')
-        if value is not None:
-            result['persisted'] = netns_mode_from_option(value)
-            result['persisted_file'] = path
-    rdma = module.params['rdma_path'] or module.get_bin_path('rdma', opt_dirs=['/opt/mellanox/iproute2/sbin', '/sbin'])
+    value, found_in = persisted_option(module.params['modprobe_dir'], 'ib_core', 'netns_mode', warn)
+    if value is not None:
+        result['persisted'] = netns_mode_from_option(value)
+        result['persisted_file'] = found_in
+        if result['persisted'] is None:
+            warn('%s sets ib_core netns_mode=%s, which is neither 1 (shared) nor 0 (exclusive); the kernel refuses '
+                 'it when ib_core loads' % (found_in, printable(value, 40)))
+    rdma = find_tool(module, 'rdma', module.params['rdma_path'], option='rdma_path', opt_dirs=RDMA_DIRS,
+                     required=False)
     if not rdma:
         result['live_error'] = 'the iproute2 rdma tool is not installed'
         return result
-    rc, out, err = module.run_command([rdma, 'system'], environ_update=_COMMAND_ENV)
+    rc, out, err = run_tool(module, [rdma, 'system'], what='rdma')
     if rc != 0:
-        result['live_error'] = '%s system failed (rc=%d): %s' % (rdma, rc, (err or out).strip())
+        result['live_error'] = '%s system failed (rc=%d): %s' % (rdma, rc, output_summary(out, err, 300))
         return result
     try:
         live = parse_rdma_system(out)
@@ -235,8 +283,19 @@ def read_netns(module):
     return result
 
 
+def check_paths(module):
+    params = module.params
+    problem = sysfs_root_problem(params['sysfs_root'])
+    if problem:
+        module.fail_json(msg='sysfs_root: %s. Set sysfs_root to the sysfs mount point (/sys on a host, or a tree laid '
+                             'out like it in the lab), or leave it unset.' % problem)
+    if os.path.lexists(params['modules_root']) and not os.path.isdir(params['modules_root']):
+        module.fail_json(msg='modules_root %s is not a directory; point it at the directory that holds one tree per '
+                             'kernel (/lib/modules).' % params['modules_root'])
+
+
 def main():
-    module = AnsibleModule(
+    module = RdmaModule(
         argument_spec=dict(
             modules=dict(type='list', elements='str', default=[]),
             kernel=dict(type='str'),
@@ -249,14 +308,20 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    kernel = params['kernel'] or platform.release()
-    names = list(RDMA_CORE_MODULES) + [name for name in params['modules'] if name not in RDMA_CORE_MODULES]
-    modules, dep_found = kernel_modules(params['modules_root'], kernel, names)
-    for name, entry in modules.items():
-        entry.update(loaded_module(params['sysfs_root'], name))
-    ofed = ofed_state(read_ofed(module), kernel, modules, kernels_with_ofed(params['modules_root']),
-                      params['sysfs_root'])
-    facts = dict(kernel=kernel, modules_dep_found=dep_found, ofed=ofed, modules=modules, netns=read_netns(module),
+    check_paths(module)
+    try:
+        kernel = check_kernel_release(params['kernel'] if params['kernel'] is not None else platform.release())
+        check_module_names(params['modules'])
+        names = list(RDMA_CORE_MODULES) + [name for name in params['modules'] if name not in RDMA_CORE_MODULES]
+        modules, dep_found = kernel_modules(params['modules_root'], kernel, names, module.warn)
+        for name, entry in modules.items():
+            entry.update(loaded_module(params['sysfs_root'], name))
+        ofed_kernels = kernels_with_ofed(params['modules_root'], module.warn)
+        netns = read_netns(module, module.warn)
+    except DriverError as exc:
+        module.fail_json(msg=str(exc))
+    ofed = ofed_state(read_ofed(module), kernel, modules, ofed_kernels, params['sysfs_root'])
+    facts = dict(kernel=kernel, modules_dep_found=dep_found, ofed=ofed, modules=modules, netns=netns,
                  memory_peers=memory_peers(params['sysfs_root']))
     module.exit_json(changed=False, ansible_facts=dict(rdma_driver=facts))
 

@@ -4,51 +4,315 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """TEST DOUBLE of kube-apiserver (see tests/doubles/README.md).
 
-Serves the subset of the Kubernetes REST API that the cluster-stage roles use through the
-kubernetes client and kubernetes.core: discovery (/version, /api, /apis, resource lists),
-GET of single objects and lists (404 Status when missing), and PATCH with a JSON merge patch
-(RFC 7386) or a strategic merge patch (lists of named items such as containers and env merge by
-``name``, their patch merge key) honouring ``dryRun=All`` (answered, not stored), POST (create, 409 when the
-object exists), DELETE, and a pod's ``log`` subresource (text from ``logs``). Every request is logged.
-An optional hook reacts to stored changes, standing in for an operator.
+Serves, in a thread on 127.0.0.1, the part of the Kubernetes REST API that the cluster-stage roles and modules use
+through the kubernetes client and kubernetes.core, and answers it as kube-apiserver does:
+
+* discovery (``/version``, ``/api``, ``/apis``, group and resource lists); the groups of custom resources come
+  from the CustomResourceDefinitions stored, as on a real server;
+* real URL shapes for namespaced and cluster-scoped resources, objects keyed by namespace and name: 404 for a
+  namespaced object asked for in another namespace, for a cluster-scoped resource under ``namespaces/``, for a
+  namespaced one without a namespace; a create in a namespace that does not exist is refused (404);
+* lists with ``labelSelector`` (``=``, ``==``, ``!=``, ``in``, ``notin``, ``key``, ``!key``, ``>``, ``<``) and
+  ``fieldSelector`` (``metadata.name``, ``metadata.namespace`` and each resource's own fields, e.g.
+  ``spec.nodeName`` and ``status.phase`` for pods); a selector that does not parse or an unsupported field is a 400;
+* writes (POST, PUT, PATCH, DELETE) with ``dryRun=All`` validated exactly like the real request but not stored;
+  ``fieldValidation`` Strict (400 on an unknown field), Warn (the default: pruned, a ``Warning`` header per field)
+  and Ignore (pruned); custom resources validated against their CRD's ``openAPIV3Schema`` (422 Invalid with causes)
+  and defaulted; built-in kinds checked against the Kubernetes OpenAPI schemas (kubernetes-validate);
+* patches: JSON patch (RFC 6902, 422 on a failed ``test``), JSON merge patch (RFC 7386), strategic merge patch for
+  built-in kinds only (lists merge on the patch merge key the Kubernetes schema declares, e.g. containers and env on
+  ``name``; lists without one, such as tolerations, are replaced; custom resources answer 415 as on a real server)
+  and server-side apply (``application/apply-patch+yaml``, ``fieldManager`` required, fields a manager applied
+  before and leaves out are removed; conflicts between managers are not modelled);
+* the ``status`` subresource (writes to it change only the status, writes to the object leave the status alone),
+  a pod's ``log``, resourceVersion incremented on every change, 409 Conflict on a stale resourceVersion, 409
+  AlreadyExists, Status bodies shaped as kube-apiserver's.
+
+Behaviours for error tests: ``tokens`` (anything else is 401 Unauthorized), ``forbid()`` (403 Forbidden for a verb on
+a resource, as RBAC words it), ``answer_text()`` (every request answered with non-JSON text, e.g. a proxy's HTML
+page), ``stop()`` (connections refused), ``tls=True`` (HTTPS with a self-signed certificate). Every request is
+logged in ``requests``; ``on_change`` reacts to stored changes, standing in for an operator.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
+import hashlib
 import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
-# (group, version) -> [(plural, kind, namespaced)]
-RESOURCES = {
-    ('', 'v1'): [('nodes', 'Node', False), ('namespaces', 'Namespace', False), ('pods', 'Pod', True),
-                 ('pods/log', 'Pod', True), ('services', 'Service', True)],
-    ('apps', 'v1'): [('daemonsets', 'DaemonSet', True), ('deployments', 'Deployment', True)],
-    ('apiextensions.k8s.io', 'v1'): [('customresourcedefinitions', 'CustomResourceDefinition', False)],
-    ('mellanox.com', 'v1alpha1'): [
-        ('nicclusterpolicies', 'NicClusterPolicy', False), ('hostdevicenetworks', 'HostDeviceNetwork', False)],
+import yaml
+
+from ansible_collections.gpunet.rdma.plugins.module_utils import _core_schema, _crd_schema
+
+KUBERNETES_VERSION = '1.33'
+DEFAULT_TOKEN = 'test-double'
+DEFAULT_NAMESPACES = ('default', 'kube-system', 'kube-public', 'kube-node-lease')
+
+# Built-in resources: (group, version, plural, kind, namespaced, subresources).
+BUILTIN = [
+    ('', 'v1', 'namespaces', 'Namespace', False, ('status',)),
+    ('', 'v1', 'nodes', 'Node', False, ('status',)),
+    ('', 'v1', 'pods', 'Pod', True, ('status', 'log')),
+    ('', 'v1', 'services', 'Service', True, ('status',)),
+    ('', 'v1', 'configmaps', 'ConfigMap', True, ()),
+    ('', 'v1', 'secrets', 'Secret', True, ()),
+    ('', 'v1', 'serviceaccounts', 'ServiceAccount', True, ()),
+    ('', 'v1', 'events', 'Event', True, ()),
+    ('apps', 'v1', 'daemonsets', 'DaemonSet', True, ('status',)),
+    ('apps', 'v1', 'deployments', 'Deployment', True, ('status',)),
+    ('batch', 'v1', 'jobs', 'Job', True, ('status',)),
+    ('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', False, ('status',)),
+]
+# Field selectors each resource supports besides metadata.name (and metadata.namespace when namespaced); the API
+# server answers 400 "field label not supported" to any other (pkg/registry/*/strategy.go, GetAttrs).
+FIELD_SELECTORS = {
+    'pods': ('spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName',
+             'spec.hostNetwork', 'status.phase', 'status.podIP', 'status.podIPs', 'status.nominatedNodeName'),
+    'nodes': ('spec.unschedulable',),
+    'namespaces': ('status.phase',),
+    'secrets': ('type',),
+    'events': ('involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid',
+               'involvedObject.apiVersion', 'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason',
+               'reportingComponent', 'source', 'type'),
+    'jobs': ('status.successful',),
 }
+# Resources whose DELETE answers with the deleted object instead of a Status (ReturnDeletedObject in the registry).
+RETURN_DELETED_OBJECT = ('pods', 'serviceaccounts')
+PATCH_TYPES = {
+    'application/json-patch+json': 'json',
+    'application/merge-patch+json': 'merge',
+    'application/strategic-merge-patch+json': 'strategic',
+    'application/apply-patch+yaml': 'apply',
+    'application/apply-patch+cbor': None,
+}
+VERBS = {'GET': 'get', 'POST': 'create', 'PUT': 'update', 'PATCH': 'patch', 'DELETE': 'delete'}
+DNS1123_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+DNS1123_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+LABEL_NAME = re.compile(r'^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$')
+LABEL_VALUE = re.compile(r'^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')
 
 
-def merge_patch(target, patch, merge_lists=False):
-    """RFC 7386: objects merge recursively, null deletes, everything else (lists too) replaces.
+# Set-up objects (add) already checked: sha256 of the request -> True.
+CHECKED = {}
 
-    With ``merge_lists`` (Kubernetes strategic merge, for the lists these roles patch), lists whose items all
-    have a ``name`` - containers, env - merge item by item on that name.
-    """
-    if merge_lists and isinstance(patch, list) and isinstance(target, list) and all(
-            isinstance(item, dict) and 'name' in item for item in patch + target):
-        result = [copy.deepcopy(item) for item in target]
-        for item in patch:
-            names = [existing['name'] for existing in result]
-            if item['name'] in names:
-                position = names.index(item['name'])
-                result[position] = merge_patch(result[position], item, merge_lists)
+
+class ApiError(Exception):
+    """An answer other than success: the HTTP code and the Status body kube-apiserver sends."""
+
+    def __init__(self, code, reason, message, details=None):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.details = code, reason, message, details
+
+    def status(self):
+        body = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure', 'message': self.message,
+                'reason': self.reason, 'code': self.code}
+        if self.details is not None:
+            body['details'] = self.details
+        return body
+
+
+def bad_request(message):
+    return ApiError(400, 'BadRequest', message)
+
+
+class Resource(object):
+    """One REST resource: where it lives and what it is."""
+
+    def __init__(self, group, version, plural, kind, namespaced, subresources, crd_version=None):
+        self.group, self.version, self.plural, self.kind = group, version, plural, kind
+        self.namespaced, self.subresources, self.crd_version = namespaced, tuple(subresources), crd_version
+
+    @property
+    def group_version(self):
+        return '%s/%s' % (self.group, self.version) if self.group else self.version
+
+    @property
+    def qualified(self):
+        """``pods`` / ``nicclusterpolicies.mellanox.com``: how messages name the resource."""
+        return '%s.%s' % (self.plural, self.group) if self.group else self.plural
+
+    @property
+    def qualified_kind(self):
+        return '%s.%s' % (self.kind, self.group) if self.group else self.kind
+
+    @property
+    def custom(self):
+        return self.crd_version is not None
+
+    def not_found(self, name):
+        details = {'name': name, 'kind': self.plural}
+        if self.group:
+            details['group'] = self.group
+        return ApiError(404, 'NotFound', '%s "%s" not found' % (self.qualified, name), details)
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+# ------------------------------------------------------------------------------------------------ selectors
+
+def _split_outside_parentheses(text):
+    parts, depth, current = [], 0, ''
+    for char in text:
+        if char == '(':
+            depth += 1
+        elif char == ')':
+            depth -= 1
+        if char == ',' and depth == 0:
+            parts.append(current)
+            current = ''
+        else:
+            current += char
+    parts.append(current)
+    return parts
+
+
+def _check_label_key(key, selector):
+    prefix, _slash, name = key.rpartition('/')
+    if not key or (prefix and not DNS1123_SUBDOMAIN.match(prefix)) or len(name) > 63 or not LABEL_NAME.match(name):
+        raise bad_request('unable to parse requirement: <nil>: Invalid value: "%s": name part must consist of '
+                          'alphanumeric characters, \'-\', \'_\' or \'.\', and must start and end with an alphanumeric '
+                          'character (in selector %r)' % (key, selector))
+
+
+def _check_label_value(value, selector):
+    if len(value) > 63 or not LABEL_VALUE.match(value):
+        raise bad_request('unable to parse requirement: values[0]: Invalid value: "%s": a valid label must be an '
+                          'empty string or consist of alphanumeric characters, \'-\', \'_\' or \'.\', and must start '
+                          'and end with an alphanumeric character (in selector %r)' % (value, selector))
+
+
+def parse_label_selector(selector):
+    """``labelSelector`` -> ``[(key, operator, values)]`` (k8s.io/apimachinery/pkg/labels grammar); 400 otherwise."""
+    requirements = []
+    if not selector.strip():
+        return requirements
+    for part in _split_outside_parentheses(selector):
+        text = part.strip()
+        if not text:
+            raise bad_request('found \'\', expected: !, identifier, or \'end of string\' (in selector %r)' % selector)
+        match = re.match(r'^(\S+?)\s+(in|notin)\s*\(([^()]*)\)$', text)
+        if match:
+            key, operator = match.group(1), match.group(2)
+            values = [v.strip() for v in match.group(3).split(',')]
+            if values == ['']:
+                raise bad_request('for \'in\', \'notin\' operators, values set can\'t be empty (in selector %r)'
+                                  % selector)
+            _check_label_key(key, selector)
+            for value in values:
+                _check_label_value(value, selector)
+            requirements.append((key, operator, values))
+            continue
+        if text.startswith('!'):
+            key = text[1:].strip()
+            _check_label_key(key, selector)
+            requirements.append((key, '!', []))
+            continue
+        match = re.match(r'^([^=!<>\s]+)\s*(==|=|!=|>|<)\s*(\S*)$', text)
+        if match:
+            key, operator, value = match.groups()
+            _check_label_key(key, selector)
+            if operator in ('>', '<'):
+                if not re.match(r'^-?\d+$', value):
+                    raise bad_request('unable to parse requirement: for \'Gt\', \'Lt\' operators, the value must be '
+                                      'an integer (in selector %r)' % selector)
             else:
-                result.append(copy.deepcopy(item))
-        return result
+                _check_label_value(value, selector)
+            requirements.append((key, '=' if operator == '==' else operator, [value]))
+            continue
+        if re.match(r'^[^=!<>()\s,]+$', text):
+            _check_label_key(text, selector)
+            requirements.append((text, 'exists', []))
+            continue
+        raise bad_request('unable to parse requirement: found %r, expected: \'=\', \'!=\', \'==\', \'in\', notin '
+                          '(in selector %r)' % (text, selector))
+    return requirements
+
+
+def labels_match(labels, requirements):
+    labels = labels or {}
+    for key, operator, values in requirements:
+        present = key in labels
+        value = labels.get(key)
+        if operator == '=' and (not present or value != values[0]):
+            return False
+        if operator == '!=' and present and value == values[0]:
+            return False
+        if operator == 'in' and (not present or value not in values):
+            return False
+        if operator == 'notin' and present and value in values:
+            return False
+        if operator == 'exists' and not present:
+            return False
+        if operator == '!' and present:
+            return False
+        if operator in ('>', '<'):
+            if not present or not re.match(r'^-?\d+$', value or ''):
+                return False
+            if (operator == '>' and int(value) <= int(values[0])) or (
+                    operator == '<' and int(value) >= int(values[0])):
+                return False
+    return True
+
+
+def _unescape_field_value(value):
+    return re.sub(r'\\(.)', r'\1', value)
+
+
+def parse_field_selector(selector, resource, selectable=()):
+    """``fieldSelector`` -> ``[(field, operator, value)]``; 400 for a field the resource does not support."""
+    requirements = []
+    if not selector.strip():
+        return requirements
+    supported = ['metadata.name'] + (['metadata.namespace'] if resource.namespaced else [])
+    supported += list(FIELD_SELECTORS.get(resource.plural, ())) + list(selectable)
+    for part in re.split(r'(?<!\\),', selector):
+        match = re.match(r'^\s*([^=!\s]+)\s*(==|=|!=)(.*)$', part)
+        if not match:
+            raise bad_request('invalid selector: \'%s\'; can\'t understand \'%s\'' % (selector, part))
+        field, operator, value = match.group(1), match.group(2), _unescape_field_value(match.group(3))
+        if field not in supported:
+            raise bad_request('field label not supported: %s' % field)
+        requirements.append((field, '!=' if operator == '!=' else '=', value))
+    return requirements
+
+
+def field_value(obj, field):
+    """The string a field selector compares: a missing field is empty, booleans are ``true``/``false``."""
+    value = obj
+    for part in field.split('.'):
+        value = value.get(part) if isinstance(value, dict) else None
+    if field == 'status.podIPs' and isinstance(value, list):
+        return ','.join(str(item.get('ip', '')) for item in value if isinstance(item, dict))
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return '' if value is None else str(value)
+
+
+def fields_match(obj, requirements):
+    for field, operator, value in requirements:
+        actual = field_value(obj, field)
+        if (operator == '=') != (actual == value):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------ patches
+
+def merge_patch(target, patch):
+    """RFC 7386: objects merge recursively, null deletes, everything else (lists too) replaces."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = copy.deepcopy(target) if isinstance(target, dict) else {}
@@ -56,174 +320,1057 @@ def merge_patch(target, patch, merge_lists=False):
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = merge_patch(result.get(key), value, merge_lists)
+            result[key] = merge_patch(result.get(key), value)
     return result
 
 
-def strategic_merge_patch(target, patch):
-    return merge_patch(target, patch, merge_lists=True)
+def _pointer(path):
+    if path == '':
+        return []
+    if not path.startswith('/'):
+        raise ApiError(422, 'Invalid', 'the server rejected our request due to an error in our request',
+                       {'causes': [{'reason': 'UnexpectedServerResponse',
+                                    'message': 'JSON pointer must be empty or start with a "/": %s' % path}]})
+    return [part.replace('~1', '/').replace('~0', '~') for part in path[1:].split('/')]
 
 
-PATCHES = {'application/merge-patch+json': merge_patch, 'application/strategic-merge-patch+json': strategic_merge_patch}
+class JsonPatchError(Exception):
+    pass
 
+
+def _container(document, parts, operation, path):
+    node = document
+    for part in parts[:-1]:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise JsonPatchError('%s operation does not apply: doc is missing path: "%s": missing value'
+                                 % (operation, path))
+    return node
+
+
+def _get(document, path, operation):
+    parts = _pointer(path)
+    if not parts:
+        return document
+    node = _container(document, parts, operation, path)
+    key = parts[-1]
+    if isinstance(node, dict) and key in node:
+        return node[key]
+    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        return node[int(key)]
+    raise JsonPatchError('%s operation does not apply: doc is missing %s path: "%s": missing value'
+                         % (operation, 'from' if operation in ('move', 'copy') else 'the', path))
+
+
+def _remove(document, path, operation='remove'):
+    parts = _pointer(path)
+    if not parts:
+        raise JsonPatchError('%s operation does not apply: cannot remove the whole document' % operation)
+    node = _container(document, parts, operation, path)
+    key = parts[-1]
+    if isinstance(node, dict) and key in node:
+        return node.pop(key)
+    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        return node.pop(int(key))
+    raise JsonPatchError('Unable to remove nonexistent key: %s: missing value' % key)
+
+
+def _add(document, path, value, operation='add', replace=False):
+    parts = _pointer(path)
+    if not parts:
+        return copy.deepcopy(value)
+    node = _container(document, parts, operation, path)
+    key = parts[-1]
+    if isinstance(node, dict):
+        if replace and key not in node:
+            raise JsonPatchError('replace operation does not apply: doc is missing key: %s: missing value' % path)
+        node[key] = copy.deepcopy(value)
+    elif isinstance(node, list):
+        if key == '-' and not replace:
+            node.append(copy.deepcopy(value))
+        elif key.isdigit() and (int(key) < len(node) or (int(key) == len(node) and not replace)):
+            if replace:
+                node[int(key)] = copy.deepcopy(value)
+            else:
+                node.insert(int(key), copy.deepcopy(value))
+        else:
+            raise JsonPatchError('%s operation does not apply: doc is missing path: "%s": missing value'
+                                 % (operation, path))
+    else:
+        raise JsonPatchError('%s operation does not apply: doc is missing path: "%s": missing value'
+                             % (operation, path))
+    return document
+
+
+def json_patch(document, operations):
+    """RFC 6902 on a copy of ``document``; JsonPatchError (the API server's 422) when an operation does not apply."""
+    if not isinstance(operations, list):
+        raise bad_request('json: cannot unmarshal %s into Go value of type jsonpatch.Patch'
+                          % ('object' if isinstance(operations, dict) else type(operations).__name__))
+    result = copy.deepcopy(document)
+    for operation in operations:
+        if not isinstance(operation, dict) or not isinstance(operation.get('op'), str):
+            raise bad_request('json: cannot unmarshal into jsonpatch.Operation: %r' % (operation,))
+        op, path = operation['op'], operation.get('path')
+        if not isinstance(path, str):
+            raise JsonPatchError('%s operation does not apply: missing path' % op)
+        if op in ('add', 'replace', 'test') and 'value' not in operation:
+            raise JsonPatchError('%s operation does not apply: missing value' % op)
+        if op == 'add':
+            result = _add(result, path, operation['value'])
+        elif op == 'remove':
+            _remove(result, path)
+        elif op == 'replace':
+            result = _add(result, path, operation['value'], 'replace', replace=True)
+        elif op in ('move', 'copy'):
+            source = operation.get('from')
+            if not isinstance(source, str):
+                raise JsonPatchError('%s operation does not apply: missing from' % op)
+            value = _remove(result, source, op) if op == 'move' else copy.deepcopy(_get(result, source, op))
+            result = _add(result, path, value, op)
+        elif op == 'test':
+            try:
+                actual = _get(result, path, op)
+            except JsonPatchError:
+                raise JsonPatchError('testing value %s failed: test failed' % path)
+            if actual != operation['value']:
+                raise JsonPatchError('testing value %s failed: test failed' % path)
+        else:
+            raise bad_request('Unexpected kind: %s' % op)
+    return result
+
+
+class StrategicMerge(object):
+    """Strategic merge patch with the patch metadata of the Kubernetes OpenAPI schema of one kind."""
+
+    def __init__(self, schema):
+        self.schema = schema
+
+    def _resolve(self, node):
+        return self.schema.resolve(node) if self.schema is not None and isinstance(node, dict) else (node or {})
+
+    def _property(self, schema, key):
+        schema = self._resolve(schema)
+        properties = schema.get('properties') if isinstance(schema, dict) else None
+        if isinstance(properties, dict) and key in properties:
+            return self._resolve(properties[key])
+        additional = schema.get('additionalProperties') if isinstance(schema, dict) else None
+        return self._resolve(additional) if isinstance(additional, dict) else {}
+
+    def merge(self, target, patch, schema=None):
+        schema = self._resolve(schema if schema is not None else (self.schema.root if self.schema else {}))
+        if not isinstance(patch, dict):
+            return copy.deepcopy(patch)
+        directive = patch.get('$patch')
+        if directive == 'replace':
+            return dict((k, copy.deepcopy(v)) for k, v in patch.items() if k != '$patch')
+        if directive == 'delete':
+            return None
+        if directive not in (None, 'merge'):
+            raise bad_request('Unknown patch type: %s' % directive)
+        result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        orders, deletions = {}, {}
+        for key, value in patch.items():
+            if key in ('$patch', '$retainKeys'):
+                continue
+            if key.startswith('$setElementOrder/'):
+                orders[key.split('/', 1)[1]] = value
+                continue
+            if key.startswith('$deleteFromPrimitiveList/'):
+                deletions[key.split('/', 1)[1]] = value
+                continue
+            if value is None:
+                result.pop(key, None)
+                continue
+            sub = self._property(schema, key)
+            if isinstance(value, list):
+                result[key] = self._merge_list(result.get(key), value, sub)
+            elif isinstance(value, dict):
+                merged = self.merge(result.get(key), value, sub)
+                if merged is None:
+                    result.pop(key, None)
+                else:
+                    result[key] = merged
+            else:
+                result[key] = value
+        for key, values in deletions.items():
+            if isinstance(result.get(key), list):
+                result[key] = [item for item in result[key] if item not in (values or [])]
+        for key, order in orders.items():
+            result[key] = self._order(result.get(key), order, self._property(schema, key))
+        if isinstance(patch.get('$retainKeys'), list):
+            result = dict((k, v) for k, v in result.items() if k in patch['$retainKeys'])
+        return result
+
+    def _merge_list(self, target, patch, schema):
+        strategy = str(schema.get('x-kubernetes-patch-strategy', '')).split(',')
+        key = schema.get('x-kubernetes-patch-merge-key')
+        items = self._resolve(schema.get('items'))
+        if any(isinstance(item, dict) and item.get('$patch') == 'replace' for item in patch):
+            return [copy.deepcopy(item) for item in patch if not (isinstance(item, dict) and '$patch' in item)]
+        if 'merge' not in strategy or not isinstance(target, list):
+            return [self.merge(None, item, items) if isinstance(item, dict) else copy.deepcopy(item)
+                    for item in patch if not (isinstance(item, dict) and item.get('$patch') == 'delete')]
+        if not key:  # a list of scalars with the merge strategy (finalizers): a union
+            result = copy.deepcopy(target)
+            result.extend(item for item in patch if item not in result)
+            return result
+        result = copy.deepcopy(target)
+        for item in patch:
+            if not isinstance(item, dict) or key not in item:
+                raise bad_request('map: %s does not contain declared merge key: %s' % (item, key))
+            positions = [i for i, existing in enumerate(result) if isinstance(existing, dict)
+                         and existing.get(key) == item[key]]
+            if item.get('$patch') == 'delete':
+                result = [existing for i, existing in enumerate(result) if i not in positions]
+            elif positions:
+                result[positions[0]] = self.merge(result[positions[0]], item, items)
+            else:
+                result.append(self.merge(None, item, items))
+        return result
+
+    def _order(self, value, order, schema):
+        if not isinstance(value, list) or not isinstance(order, list):
+            return value
+        key = schema.get('x-kubernetes-patch-merge-key')
+        ident = (lambda item: item.get(key) if isinstance(item, dict) else item) if key else (lambda item: item)
+        wanted = [ident(item) for item in order]
+        listed = [item for w in wanted for item in value if ident(item) == w]
+        return listed + [item for item in value if ident(item) not in wanted]
+
+
+def apply_merge(target, applied, schema, strategic):
+    """Server-side apply's merge of an applied configuration into the live object."""
+    if strategic is not None:
+        return strategic.merge(target, applied)
+    return _merge_maps(target, applied, schema)
+
+
+def _merge_maps(target, applied, schema):
+    schema = schema if isinstance(schema, dict) else {}
+    if not isinstance(applied, dict):
+        if isinstance(applied, list) and schema.get('x-kubernetes-list-type') == 'map' and isinstance(target, list):
+            keys = schema.get('x-kubernetes-list-map-keys') or []
+            result = copy.deepcopy(target)
+            for item in applied:
+                ident = [item.get(k) for k in keys] if isinstance(item, dict) else None
+                positions = [i for i, existing in enumerate(result)
+                             if isinstance(existing, dict) and [existing.get(k) for k in keys] == ident]
+                if positions:
+                    result[positions[0]] = _merge_maps(result[positions[0]], item, schema.get('items') or {})
+                else:
+                    result.append(copy.deepcopy(item))
+            return result
+        return copy.deepcopy(applied)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    properties = schema.get('properties') if isinstance(schema.get('properties'), dict) else {}
+    for key, value in applied.items():
+        sub = properties.get(key) or (schema.get('additionalProperties')
+                                      if isinstance(schema.get('additionalProperties'), dict) else {})
+        result[key] = _merge_maps(result.get(key), value, sub)
+    return result
+
+
+def _field_paths(value, prefix=()):
+    """Every field path an applied configuration sets, maps included (``('spec',)``, ``('spec', 'x')``...)."""
+    paths = {prefix} if prefix else set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            paths |= _field_paths(item, prefix + (key,))
+    return paths
+
+
+def _dropped(previous, applied):
+    """The topmost fields a manager applied before and leaves out now: server-side apply removes them."""
+    gone = _field_paths(previous) - _field_paths(applied)
+    return sorted(path for path in gone if path[:-1] not in gone)
+
+
+def _remove_path(obj, path):
+    node = obj
+    for part in path[:-1]:
+        if not isinstance(node, dict) or part not in node:
+            return
+        node = node[part]
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
+
+
+# ------------------------------------------------------------------------------------------------ the server
 
 class FakeApiServer(object):
-    """Objects keyed by (group/version, plural, name); start() serves them on 127.0.0.1."""
+    """The API server's state; ``start()`` serves it on 127.0.0.1 (HTTPS with ``tls=True``)."""
 
-    def __init__(self, on_change=None):
-        self.objects = {}
+    def __init__(self, on_change=None, kubernetes_version=KUBERNETES_VERSION, tls=False):
+        self.store = {}
         self.logs = {}
         self.requests = []
+        self.errors = []
+        self.connections = set()
         self.on_change = on_change
+        self.on_request = None
+        self.kubernetes_version = kubernetes_version
+        self.tokens = {DEFAULT_TOKEN: 'system:admin'}
+        self.forbidden = []
+        self.text_answer = None
+        self.tls = tls
+        self.ca_path = None
+        self.revision = 0
+        self.applied = {}
+        self._resources = None
+        self.lock = threading.RLock()
         self._server = None
+        self._tls_dir = None
+        for name in DEFAULT_NAMESPACES:
+            self.add('v1', 'namespaces', {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name}})
+
+    # ---------------------------------------------------------------- resources
+
+    def resources(self):
+        """Every served resource: the built-in ones and those of the stored CRDs."""
+        crds = sorted((key, crd) for key, crd in self.store.items() if key[1] == 'customresourcedefinitions')
+        state = [(key, crd['metadata'].get('resourceVersion')) for key, crd in crds]
+        if self._resources is not None and self._resources[0] == state:
+            return self._resources[1]
+        found = [Resource(*row) for row in BUILTIN]
+        for _key, crd in crds:
+            try:
+                versions = _crd_schema.crd_versions(crd)
+            except _crd_schema.CrdError:
+                continue
+            for group, version, kind, plural, scope, _schema, document in versions:
+                subresources = ['status'] if 'status' in (document.get('subresources') or {}) else []
+                found.append(Resource(group, version, plural, kind, scope == 'Namespaced', subresources,
+                                      crd_version=document))
+        self._resources = (state, found)
+        return found
+
+    def resource(self, group_version, plural):
+        group, _slash, version = group_version.rpartition('/')
+        for resource in self.resources():
+            if (resource.group, resource.version, resource.plural) == (group, version, plural):
+                return resource
+        raise KeyError('%s %s is not served' % (group_version, plural))
+
+    def _key(self, resource, namespace, name):
+        return (resource.group, resource.plural, namespace or '', name)
+
+    def _next_revision(self):
+        self.revision += 1
+        return str(self.revision)
+
+    # ---------------------------------------------------------------- test set-up and inspection
 
     def add(self, group_version, plural, obj):
-        self.objects[(group_version, plural, obj['metadata']['name'])] = copy.deepcopy(obj)
+        """Store ``obj`` for a test's set-up, status included; a namespace it names is created when missing.
 
-    def get(self, group_version, plural, name):
-        return self.objects.get((group_version, plural, name))
+        The object is checked as a create would check it (schema, unknown fields, name), so that a test cannot set
+        up what no API server would hold; ApiError says what is wrong.
+        """
+        with self.lock:
+            resource = self.resource(group_version, plural)
+            digest = hashlib.sha256(json.dumps([group_version, plural, obj], sort_keys=True).encode()).hexdigest()
+            obj = copy.deepcopy(obj)
+            metadata = obj.setdefault('metadata', {})
+            namespace = metadata.get('namespace') if resource.namespaced else None
+            if resource.namespaced:
+                namespace = metadata.setdefault('namespace', 'default')
+                if self.get('v1', 'namespaces', namespace) is None:
+                    self.add('v1', 'namespaces', {'apiVersion': 'v1', 'kind': 'Namespace',
+                                                  'metadata': {'name': namespace}})
+            obj.setdefault('apiVersion', group_version)
+            obj.setdefault('kind', resource.kind)
+            metadata.setdefault('uid', str(uuid.uuid4()))
+            metadata.setdefault('creationTimestamp', now())
+            metadata['resourceVersion'] = self._next_revision()
+            if plural == 'namespaces':
+                obj.setdefault('status', {'phase': 'Active'})
+            if digest not in CHECKED:  # the upstream CRDs are big: check each one once per test run
+                obj, _warnings = self._decode(resource, obj, {'validation': 'Strict'})
+                if resource.custom:
+                    obj = _crd_schema.apply_defaults(obj, self._crd_schema(resource))
+                self._validate(resource, obj)
+                if plural == 'customresourcedefinitions':
+                    CHECKED[digest] = True
+            self.store[self._key(resource, namespace, metadata['name'])] = obj
+            return copy.deepcopy(obj)
+
+    def get(self, group_version, plural, name, namespace=None):
+        """The stored object (a copy), or None."""
+        with self.lock:
+            resource = self.resource(group_version, plural)
+            if resource.namespaced and namespace is None:
+                namespace = 'default'
+                matches = [o for k, o in self.store.items() if k[:2] == (resource.group, plural) and k[3] == name]
+                if len(matches) == 1:
+                    return copy.deepcopy(matches[0])
+            obj = self.store.get(self._key(resource, namespace if resource.namespaced else None, name))
+            return copy.deepcopy(obj)
+
+    def list(self, group_version, plural, namespace=None):
+        with self.lock:
+            resource = self.resource(group_version, plural)
+            return [copy.deepcopy(o) for k, o in sorted(self.store.items())
+                    if k[:2] == (resource.group, plural) and (namespace is None or k[2] == namespace)]
+
+    def set_log(self, namespace, pod, text):
+        self.logs[(namespace, pod)] = text
+
+    def forbid(self, verb, resource, namespace=None, user=None):
+        """Answer 403 to ``verb`` (get, list, create, update, patch, delete) on ``resource`` (``nodes/status``)."""
+        self.forbidden.append((verb, resource, namespace, user))
+
+    def answer_text(self, code=200, text='<html><body>Sign in</body></html>', content_type='text/html'):
+        """Answer every request with ``text`` instead of the API (a proxy or a login page in the way)."""
+        self.text_answer = (code, text, content_type)
+
+    # ---------------------------------------------------------------- serving
 
     @property
     def url(self):
-        return 'http://127.0.0.1:%d' % self._server.server_address[1]
+        return '%s://127.0.0.1:%d' % ('https' if self.tls else 'http', self._server.server_address[1])
 
     def start(self):
         api = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+
             def log_message(self, *args):  # keep test output clean
                 pass
 
-            def _send(self, code, body):
-                data = json.dumps(body).encode()
+            def setup(self):
+                BaseHTTPRequestHandler.setup(self)
+                api.connections.add(self.connection)
+
+            def finish(self):
+                api.connections.discard(self.connection)
+                BaseHTTPRequestHandler.finish(self)
+
+            def _answer(self, code, body, content_type='application/json', warnings=()):
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(code)
-                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Type', content_type)
                 self.send_header('Content-Length', str(len(data)))
+                for warning in warnings:
+                    self.send_header('Warning', '299 - %s' % json.dumps(warning))
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _route(self):
-                url = urlparse(self.path)
-                parts = [p for p in url.path.split('/') if p]
-                if parts[:1] == ['api']:
-                    group, rest = '', parts[1:]
-                elif parts[:1] == ['apis']:
-                    group, rest = (parts[1], parts[2:]) if len(parts) > 1 else (None, [])
-                else:
-                    return None
-                if rest[1:2] == ['namespaces'] and len(rest) > 3:  # objects are keyed by name alone here
-                    rest = [rest[0]] + rest[3:]
-                return group, rest, parse_qs(url.query)
-
-            def do_GET(self):  # noqa: N802 - http.server's naming
-                api.requests.append(('GET', self.path, None))
-                url = urlparse(self.path)
-                if url.path == '/version':
-                    return self._send(200, {'major': '1', 'minor': '30', 'gitVersion': 'v1.30.0'})
-                if url.path == '/api':
-                    return self._send(200, {'kind': 'APIVersions', 'versions': ['v1'], 'serverAddressByClientCIDRs': []})
-                if url.path == '/apis':
-                    groups = sorted(set(g for g, _v in RESOURCES if g))
-                    return self._send(200, {'kind': 'APIGroupList', 'apiVersion': 'v1', 'groups': [{
-                        'name': g, 'versions': [{'groupVersion': '%s/%s' % (g, v), 'version': v}
-                                                for gg, v in RESOURCES if gg == g],
-                        'preferredVersion': {'groupVersion': '%s/%s' % (g, [v for gg, v in RESOURCES if gg == g][0]),
-                                             'version': [v for gg, v in RESOURCES if gg == g][0]}} for g in groups]})
-                group, rest, _query = self._route() or (None, [], {})
-                if not rest:
-                    return self._send(404, {'kind': 'Status', 'code': 404})
-                version = rest[0]
-                group_version = '%s/%s' % (group, version) if group else version
-                kinds = RESOURCES.get((group or '', version))
-                if kinds is None:
-                    return self._send(404, {'kind': 'Status', 'code': 404})
-                if len(rest) == 1:
-                    return self._send(200, {'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': group_version,
-                                            'resources': [{'name': plural, 'singularName': kind.lower(),
-                                                           'namespaced': namespaced, 'kind': kind,
-                                                           'verbs': ['get', 'list', 'patch', 'create', 'update']}
-                                                          for plural, kind, namespaced in kinds]})
-                plural = rest[1]
-                kind = dict((p, k) for p, k, _n in kinds).get(plural)
-                if len(rest) == 2:
-                    items = [o for (gv, p, _n), o in sorted(api.objects.items()) if gv == group_version and p == plural]
-                    return self._send(200, {'kind': kind + 'List', 'apiVersion': group_version,
-                                            'metadata': {'resourceVersion': '1'}, 'items': items})
-                obj = api.get(group_version, plural, rest[2])
-                if obj is None:
-                    return self._send(404, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Failure', 'code': 404,
-                                            'reason': 'NotFound', 'message': '%s "%s" not found' % (plural, rest[2])})
-                if rest[3:] == ['log']:
-                    data = api.logs.get(rest[2], '').encode()
-                    self.send_response(200)
-                    self.send_header('Content-Type', 'text/plain')
-                    self.send_header('Content-Length', str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return None
-                return self._send(200, obj)
-
-            def do_POST(self):  # noqa: N802 - http.server's naming
+            def _handle(self):
                 length = int(self.headers.get('Content-Length') or 0)
-                body = json.loads(self.rfile.read(length) or b'null')
-                api.requests.append(('POST', self.path, {'body': body}))
-                group, rest, query = self._route()
-                group_version = '%s/%s' % (group, rest[0]) if group else rest[0]
-                if api.get(group_version, rest[1], body['metadata']['name']) is not None:
-                    return self._send(409, {'kind': 'Status', 'code': 409, 'reason': 'AlreadyExists'})
-                created = copy.deepcopy(body)
-                created['metadata']['resourceVersion'] = '1'
-                if query.get('dryRun') != ['All']:
-                    api.add(group_version, rest[1], created)
-                    if api.on_change:
-                        api.on_change(api, group_version, rest[1], created)
-                return self._send(201, created)
+                raw = self.rfile.read(length) if length else b''
+                details = {'content_type': self.headers.get('Content-Type'), 'body': None,
+                           'headers': dict((k.lower(), v) for k, v in self.headers.items())}
+                try:
+                    details['body'] = json.loads(raw) if raw else None
+                except ValueError:
+                    details['body'] = raw.decode('utf-8', 'replace')
+                api.requests.append((self.command, self.path, details))
+                if api.on_request is not None:
+                    api.on_request(api, self.command, self.path)
+                if api.text_answer is not None:
+                    code, text, content_type = api.text_answer
+                    return self._answer(code, text.encode(), content_type)
+                try:
+                    code, body, warnings = api.handle(self.command, self.path, self.headers, raw)
+                except ApiError as exc:
+                    return self._answer(exc.code, exc.status())
+                # a bug of the double: answered, and kept for the test to show
+                except Exception as exc:  # pylint: disable=broad-except
+                    api.errors.append(exc)
+                    failure = ApiError(500, 'InternalError', 'the test double failed: %r' % exc)
+                    return self._answer(500, failure.status())
+                if isinstance(body, str):
+                    return self._answer(code, body.encode(), 'text/plain')
+                return self._answer(code, body, warnings=warnings)
 
-            def do_DELETE(self):  # noqa: N802 - http.server's naming
-                api.requests.append(('DELETE', self.path, None))
-                group, rest, _query = self._route()
-                group_version = '%s/%s' % (group, rest[0]) if group else rest[0]
-                obj = api.objects.pop((group_version, rest[1], rest[2]), None)
-                if obj is None:
-                    return self._send(404, {'kind': 'Status', 'code': 404, 'reason': 'NotFound'})
-                return self._send(200, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Success'})
-
-            def do_PATCH(self):  # noqa: N802 - http.server's naming
-                length = int(self.headers.get('Content-Length') or 0)
-                body = json.loads(self.rfile.read(length) or b'null')
-                api.requests.append(('PATCH', self.path, {'content_type': self.headers.get('Content-Type'),
-                                                          'body': body}))
-                group, rest, query = self._route()
-                group_version = '%s/%s' % (group, rest[0]) if group else rest[0]
-                obj = api.get(group_version, rest[1], rest[2])
-                if obj is None:
-                    return self._send(404, {'kind': 'Status', 'code': 404, 'reason': 'NotFound'})
-                apply_patch = PATCHES.get(self.headers.get('Content-Type'))
-                if apply_patch is None:
-                    return self._send(415, {'kind': 'Status', 'code': 415,
-                                            'message': 'only merge and strategic merge patches here'})
-                patched = apply_patch(obj, body)
-                patched['metadata']['resourceVersion'] = str(int(obj['metadata'].get('resourceVersion', '1')) + 1)
-                if query.get('dryRun') != ['All']:
-                    api.add(group_version, rest[1], patched)
-                    if api.on_change:
-                        api.on_change(api, group_version, rest[1], patched)
-                return self._send(200, patched)
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815 - http.server's naming
 
         self._server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        if self.tls:
+            self._wrap_tls()
+        threading.Thread(target=self._server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
         return self
 
-    def stop(self):
-        self._server.shutdown()
-        self._server.server_close()
+    def _wrap_tls(self):
+        import ssl
+        self._tls_dir = tempfile.mkdtemp(prefix='kube-apiserver-double-')
+        cert, key = os.path.join(self._tls_dir, 'server.crt'), os.path.join(self._tls_dir, 'server.key')
+        subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj',
+                        '/CN=kube-apiserver-double', '-addext', 'subjectAltName=IP:127.0.0.1',
+                        '-keyout', key, '-out', cert], check=True, capture_output=True)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self.ca_path = cert
 
-    def kubeconfig(self, path):
-        """Write a kubeconfig for this server (no authentication, plain HTTP)."""
-        config = {'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'fake',
-                  'clusters': [{'name': 'fake', 'cluster': {'server': self.url}}],
-                  'users': [{'name': 'fake', 'user': {'token': 'test-double'}}],
+    def stop(self):
+        """Stop serving: connections to the address are refused from now on."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            for connection in list(self.connections):  # kept-alive connections would go on being served
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                    connection.close()
+                except OSError:
+                    pass
+        if self._tls_dir:
+            shutil.rmtree(self._tls_dir, ignore_errors=True)
+            self._tls_dir = None
+
+    def kubeconfig(self, path, token=DEFAULT_TOKEN, ca=True):
+        """Write a kubeconfig for this server (bearer token; with TLS the certificate authority unless ``ca=False``)."""
+        cluster = {'server': self.url}
+        if self.tls and ca:
+            cluster['certificate-authority'] = self.ca_path
+        config = {'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'fake', 'preferences': {},
+                  'clusters': [{'name': 'fake', 'cluster': cluster}],
+                  'users': [{'name': 'fake', 'user': {'token': token}}],
                   'contexts': [{'name': 'fake', 'context': {'cluster': 'fake', 'user': 'fake'}}]}
         with open(path, 'w') as handle:
             json.dump(config, handle)
         return path
+
+    # ---------------------------------------------------------------- requests
+
+    def handle(self, method, raw_path, headers, raw):
+        """``(code, body, warnings)`` for one request, or ApiError."""
+        with self.lock:
+            user = self._authenticate(headers)
+            url = urlparse(raw_path)
+            query = parse_qs(url.query, keep_blank_values=True)
+            parts = [unquote(p) for p in url.path.split('/') if p]
+            discovery = self._discovery(parts)
+            if discovery is not None:
+                if method != 'GET':
+                    raise ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested '
+                                                            'resource')
+                return 200, discovery, []
+            resource, namespace, name, sub = self._route(parts)
+            self._authorize(user, method, resource, namespace, name, sub, query)
+            if method == 'GET':
+                if name is None:
+                    return 200, self._list(resource, namespace, query), []
+                return 200, self._read(resource, namespace, name, sub, query), []
+            options = self._write_options(method, query, headers)
+            if method == 'POST':
+                if name is not None:
+                    raise ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested '
+                                                            'resource')
+                return self._create(resource, namespace, self._body(raw), options)
+            if name is None:
+                if method == 'DELETE':
+                    return self._delete_collection(resource, namespace, query, options)
+                raise ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested '
+                                                        'resource')
+            if method == 'PUT':
+                return self._replace(resource, namespace, name, sub, self._body(raw), options)
+            if method == 'PATCH':
+                return self._patch(resource, namespace, name, sub, raw, headers, options)
+            if method == 'DELETE':
+                return self._delete(resource, namespace, name, options)
+            raise ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource')
+
+    def _authenticate(self, headers):
+        authorization = headers.get('Authorization') or ''
+        token = authorization[len('Bearer '):] if authorization.startswith('Bearer ') else None
+        if token not in self.tokens:
+            raise ApiError(401, 'Unauthorized', 'Unauthorized')
+        return headers.get('Impersonate-User') or self.tokens[token]
+
+    def _authorize(self, user, method, resource, namespace, name, sub, query):
+        verb = VERBS[method]
+        if method == 'GET' and name is None:
+            verb = 'watch' if query.get('watch', [''])[0] in ('1', 'true') else 'list'
+        if method == 'DELETE' and name is None:
+            verb = 'deletecollection'
+        target = resource.plural + ('/' + sub if sub else '')
+        for f_verb, f_resource, f_namespace, f_user in self.forbidden:
+            if (f_verb in (verb, '*') and f_resource in (target, '*') and f_namespace in (None, namespace)
+                    and f_user in (None, user)):
+                where = 'in the namespace "%s"' % namespace if namespace else 'at the cluster scope'
+                subject = '%s "%s"' % (resource.qualified, name) if name else resource.qualified
+                details = {'kind': resource.plural}
+                if name:
+                    details['name'] = name
+                if resource.group:
+                    details['group'] = resource.group
+                raise ApiError(403, 'Forbidden', '%s is forbidden: User "%s" cannot %s resource "%s" in API group '
+                                                 '"%s" %s' % (subject, user, verb, target, resource.group, where),
+                               details)
+
+    def _discovery(self, parts):
+        if parts == ['version']:
+            minor = self.kubernetes_version.split('.')[1]
+            return {'major': '1', 'minor': minor, 'gitVersion': 'v%s.0' % self.kubernetes_version,
+                    'gitCommit': '0' * 40, 'gitTreeState': 'clean', 'buildDate': '2025-01-01T00:00:00Z',
+                    'goVersion': 'go1.24.0', 'compiler': 'gc', 'platform': 'linux/amd64'}
+        resources = self.resources()
+        if parts == ['api']:
+            return {'kind': 'APIVersions', 'versions': ['v1'],
+                    'serverAddressByClientCIDRs': [{'clientCIDR': '0.0.0.0/0', 'serverAddress': '127.0.0.1:6443'}]}
+        if parts == ['apis']:
+            return {'kind': 'APIGroupList', 'apiVersion': 'v1', 'groups': [self._group(g, resources) for g in
+                                                                           sorted(set(r.group for r in resources
+                                                                                      if r.group))]}
+        if len(parts) == 2 and parts[0] == 'apis' and any(r.group == parts[1] for r in resources):
+            return dict(self._group(parts[1], resources), kind='APIGroup', apiVersion='v1')
+        if parts == ['api', 'v1'] or (len(parts) == 3 and parts[0] == 'apis'):
+            group, version = ('', 'v1') if parts[0] == 'api' else (parts[1], parts[2])
+            served = [r for r in resources if (r.group, r.version) == (group, version)]
+            if not served:
+                return None
+            listed = []
+            for r in served:
+                verbs = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']
+                listed.append({'name': r.plural, 'singularName': r.kind.lower(), 'namespaced': r.namespaced,
+                               'kind': r.kind, 'verbs': verbs})
+                for sub in r.subresources:
+                    listed.append({'name': '%s/%s' % (r.plural, sub), 'singularName': '', 'namespaced': r.namespaced,
+                                   'kind': r.kind, 'verbs': ['get'] if sub == 'log' else ['get', 'patch', 'update']})
+            return {'kind': 'APIResourceList', 'apiVersion': 'v1',
+                    'groupVersion': '%s/%s' % (group, version) if group else version, 'resources': listed}
+        return None
+
+    def _group(self, group, resources):
+        versions = []
+        for r in resources:
+            if r.group == group and r.version not in versions:
+                versions.append(r.version)
+        entries = [{'groupVersion': '%s/%s' % (group, v), 'version': v} for v in versions]
+        return {'name': group, 'versions': entries, 'preferredVersion': entries[0]}
+
+    def _route(self, parts):
+        not_found = ApiError(404, 'NotFound', 'the server could not find the requested resource', {})
+        if parts[:1] == ['api'] and len(parts) >= 3:
+            group, version, rest = '', parts[1], parts[2:]
+        elif parts[:1] == ['apis'] and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise not_found
+        served = dict((r.plural, r) for r in self.resources() if (r.group, r.version) == (group, version))
+        namespace = None
+        if rest[0] == 'namespaces' and len(rest) >= 3 and rest[2] in served and served[rest[2]].namespaced:
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 3 or rest[0] not in served:
+            raise not_found
+        resource = served[rest[0]]
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if (namespace is not None and not resource.namespaced) or (
+                resource.namespaced and namespace is None and name is not None):
+            raise not_found
+        if sub is not None and sub not in resource.subresources:
+            raise not_found
+        return resource, namespace, name, sub
+
+    def _stored(self, resource, namespace, name):
+        obj = self.store.get(self._key(resource, namespace, name))
+        if obj is None:
+            raise resource.not_found(name)
+        return obj
+
+    def _present(self, resource, obj):
+        shown = copy.deepcopy(obj)
+        shown['apiVersion'] = resource.group_version
+        if resource.custom:
+            shown = _crd_schema.apply_defaults(shown, self._crd_schema(resource))
+        return shown
+
+    def _read(self, resource, namespace, name, sub, query):
+        obj = self._stored(resource, namespace, name)
+        if sub == 'log':
+            text = self.logs.get((namespace, name), '')
+            tail = query.get('tailLines', [''])[0]
+            if tail.isdigit():
+                lines = text.splitlines(True)
+                text = ''.join(lines[len(lines) - int(tail):]) if int(tail) else ''
+            return text
+        return self._present(resource, obj)
+
+    def _list(self, resource, namespace, query):
+        labels = parse_label_selector(query.get('labelSelector', [''])[0])
+        selectable = []
+        if resource.custom:
+            selectable = [f.get('jsonPath', '').lstrip('.') for f in resource.crd_version.get('selectableFields') or []
+                          if isinstance(f, dict)]
+        fields = parse_field_selector(query.get('fieldSelector', [''])[0], resource, selectable)
+        items = []
+        for key, obj in sorted(self.store.items()):
+            if key[:2] != (resource.group, resource.plural) or (namespace is not None and key[2] != namespace):
+                continue
+            if labels_match((obj.get('metadata') or {}).get('labels'), labels) and fields_match(obj, fields):
+                item = self._present(resource, obj)
+                items.append(item)
+        return {'kind': resource.kind + 'List', 'apiVersion': resource.group_version,
+                'metadata': {'resourceVersion': str(self.revision)}, 'items': items}
+
+    # ---------------------------------------------------------------- writes
+
+    def _write_options(self, method, query, headers):
+        dry_run = query.get('dryRun', [])
+        if dry_run and dry_run != ['All']:
+            raise bad_request('Invalid dry run value: %s; the only supported value is "All"' % ','.join(dry_run))
+        validation = query.get('fieldValidation', ['Warn'])[0] or 'Warn'
+        if validation not in ('Ignore', 'Warn', 'Strict'):
+            raise bad_request('fieldValidation: Unsupported value: "%s": supported values: "Ignore", "Strict", "Warn"'
+                              % validation)
+        return {'dry_run': bool(dry_run), 'validation': validation,
+                'field_manager': query.get('fieldManager', [None])[0], 'force': query.get('force', [''])[0] == 'true',
+                'method': method}
+
+    def _body(self, raw):
+        try:
+            body = json.loads(raw.decode('utf-8')) if raw else None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise bad_request('couldn\'t get version/kind; json parse error: %s' % exc)
+        if not isinstance(body, dict):
+            raise bad_request('Object \'Kind\' is missing in \'%s\'' % (raw[:200].decode('utf-8', 'replace')))
+        return body
+
+    def _check_identity(self, resource, body, namespace, name=None):
+        if not isinstance(body.get('kind'), str) or not body.get('kind'):
+            raise bad_request('Object \'Kind\' is missing in \'%s\'' % json.dumps(body)[:200])
+        if body.get('apiVersion') != resource.group_version:
+            raise bad_request('the API version in the data (%s) does not match the expected API version (%s)'
+                              % (body.get('apiVersion'), resource.group_version))
+        if body['kind'] != resource.kind:
+            raise bad_request('%s in version "%s" cannot be handled as a %s: no kind "%s" is registered for version '
+                              '"%s"' % (body['kind'], resource.version, resource.kind, body['kind'],
+                                        resource.group_version))
+        metadata = body.get('metadata')
+        if metadata is None:
+            metadata = body['metadata'] = {}
+        if not isinstance(metadata, dict):
+            raise bad_request('%s in version "%s" cannot be handled as a %s: json: cannot unmarshal %s into Go struct '
+                              'field %s.metadata of type v1.ObjectMeta'
+                              % (resource.kind, resource.version, resource.kind, _json_type(metadata), resource.kind))
+        if resource.namespaced:
+            if metadata.get('namespace') not in (None, '', namespace):
+                raise bad_request('the namespace of the provided object does not match the namespace sent on the '
+                                  'request')
+            metadata['namespace'] = namespace
+        else:
+            metadata.pop('namespace', None)
+        if name is not None and metadata.get('name') not in (None, name):
+            raise bad_request('the name of the object (%s) does not match the name on the URL (%s)'
+                              % (metadata.get('name'), name))
+        if name is not None:
+            metadata['name'] = name
+
+    def _crd_schema(self, resource):
+        return resource.crd_version['schema']['openAPIV3Schema']
+
+    def _builtin_schema(self, resource):
+        try:
+            return _core_schema.builtin_schema(resource.group_version, resource.kind, self.kubernetes_version)
+        except LookupError:
+            return None
+
+    def _decode(self, resource, obj, options):
+        """Prune unknown fields per fieldValidation; check types as decoding does. Returns (obj, warnings)."""
+        if resource.custom:
+            pruned, unknown = _crd_schema.prune(obj, self._crd_schema(resource))
+        else:
+            schema = self._builtin_schema(resource)
+            if schema is None:
+                return obj, []
+            pruned, unknown = _crd_schema.prune(obj, schema.root, resolve=schema.resolve)
+            for error in schema.errors(pruned):
+                if error.validator == 'type':
+                    path = '.'.join(str(p) for p in error.absolute_path if not isinstance(p, int))
+                    raise bad_request('%s in version "%s" cannot be handled as a %s: json: cannot unmarshal %s into Go '
+                                      'struct field %s.%s of type %s'
+                                      % (resource.kind, resource.version, resource.kind, _json_type(error.instance),
+                                         resource.kind, path, _expected(error.validator_value)))
+        if unknown and options['validation'] == 'Strict':
+            raise bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: %s'
+                              % (resource.kind, resource.version, resource.kind,
+                                 ', '.join('unknown field "%s"' % field for field in unknown)))
+        warnings = ['unknown field "%s"' % field for field in unknown] if options['validation'] == 'Warn' else []
+        return pruned, warnings
+
+    def _validate(self, resource, obj):
+        """422 Invalid with causes, as the registry's validation answers."""
+        causes = []
+        metadata = obj.get('metadata') or {}
+        name = metadata.get('name') or ''
+        pattern = DNS1123_LABEL if resource.plural in ('namespaces', 'services') else DNS1123_SUBDOMAIN
+        if not name:
+            causes.append({'reason': 'FieldValueRequired', 'message': 'Required value: name or generateName is '
+                                                                      'required', 'field': 'metadata.name'})
+        elif not isinstance(name, str) or len(name) > 253 or not pattern.match(name):
+            what = 'RFC 1123 label' if pattern is DNS1123_LABEL else 'RFC 1123 subdomain'
+            allowed = ' or \'-\',' if pattern is DNS1123_LABEL else ', \'-\' or \'.\','
+            causes.append({'reason': 'FieldValueInvalid', 'field': 'metadata.name',
+                           'message': 'Invalid value: "%s": a lowercase %s must consist of lower case alphanumeric '
+                                      'characters%s and must start and end with an alphanumeric character'
+                                      % (name, what, allowed)})
+        for key, value in (metadata.get('labels') or {}).items():
+            if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
+                causes.append({'reason': 'FieldValueInvalid', 'field': 'metadata.labels',
+                               'message': 'Invalid value: "%s": a valid label must be an empty string or consist of '
+                                          'alphanumeric characters, \'-\', \'_\' or \'.\', and must start and end '
+                                          'with an alphanumeric character' % value})
+        if resource.custom:
+            for finding in _crd_schema.schema_findings(obj, self._crd_schema(resource)):
+                causes.append({'reason': finding['reason'], 'message': finding['message'], 'field': finding['field']})
+        else:
+            schema = self._builtin_schema(resource)
+            for error in (schema.errors(obj) if schema is not None else []):
+                match = re.match(r"^'(.*)' is a required property$", error.message)
+                if error.validator == 'required' and match:
+                    causes.append({'reason': 'FieldValueRequired', 'message': 'Required value',
+                                   'field': _crd_schema.field_path(list(error.absolute_path) + [match.group(1)])})
+        if causes:
+            text = ['%s: %s' % (c['field'], c['message']) for c in causes]
+            details = {'name': name, 'kind': resource.kind, 'causes': causes}
+            if resource.group:
+                details['group'] = resource.group
+            raise ApiError(422, 'Invalid', '%s "%s" is invalid: %s' % (
+                resource.qualified_kind, name, text[0] if len(text) == 1 else '[%s]' % ', '.join(text)), details)
+
+    def _prepare_create(self, resource, obj):
+        if 'status' in resource.subresources and resource.plural != 'nodes':
+            obj.pop('status', None)
+        if resource.plural == 'pods':
+            obj['status'] = {'phase': 'Pending'}
+        if resource.plural == 'namespaces':
+            obj['status'] = {'phase': 'Active'}
+        if resource.plural == 'customresourcedefinitions':
+            spec = obj.get('spec') or {}
+            storage = [v.get('name') for v in spec.get('versions') or [] if isinstance(v, dict) and v.get('storage')]
+            obj['status'] = {'acceptedNames': spec.get('names') or {}, 'storedVersions': storage,
+                             'conditions': [{'type': 'Established', 'status': 'True',
+                                             'reason': 'InitialNamesAccepted'}]}
+
+    def _finish(self, resource, obj, old=None):
+        """Defaults and validation of the object to store; its metadata as the server keeps it."""
+        if resource.custom:
+            obj = _crd_schema.apply_defaults(obj, self._crd_schema(resource))
+        if resource.plural == 'customresourcedefinitions':
+            try:
+                _crd_schema.crd_versions(obj)
+            except _crd_schema.CrdError as exc:
+                raise ApiError(422, 'Invalid', 'CustomResourceDefinition.apiextensions.k8s.io "%s" is invalid: %s'
+                               % ((obj.get('metadata') or {}).get('name'), exc),
+                               {'name': (obj.get('metadata') or {}).get('name'), 'group': 'apiextensions.k8s.io',
+                                'kind': 'CustomResourceDefinition',
+                                'causes': [{'reason': 'FieldValueInvalid', 'message': str(exc), 'field': 'spec'}]})
+        self._validate(resource, obj)
+        metadata = obj['metadata']
+        if old is None:
+            metadata['uid'] = str(uuid.uuid4())
+            metadata['creationTimestamp'] = now()
+            if resource.custom or resource.plural in ('deployments', 'daemonsets', 'jobs'):
+                metadata['generation'] = 1
+        else:
+            for key in ('uid', 'creationTimestamp'):
+                if key in old['metadata']:
+                    metadata[key] = old['metadata'][key]
+            generation = old['metadata'].get('generation')
+            if generation is not None:
+                changed = dict((k, v) for k, v in obj.items() if k not in ('metadata', 'status')) != dict(
+                    (k, v) for k, v in old.items() if k not in ('metadata', 'status'))
+                metadata['generation'] = generation + 1 if changed else generation
+        metadata.pop('selfLink', None)
+        return obj
+
+    def _commit(self, resource, obj, options, old=None):
+        if old is not None and self._same(old, obj):
+            return copy.deepcopy(old)  # a no-op write changes nothing, not even the resourceVersion
+        if options['dry_run']:
+            obj['metadata']['resourceVersion'] = old['metadata']['resourceVersion'] if old else str(self.revision + 1)
+            return obj
+        obj['metadata']['resourceVersion'] = self._next_revision()
+        namespace = obj['metadata'].get('namespace') if resource.namespaced else None
+        self.store[self._key(resource, namespace, obj['metadata']['name'])] = obj
+        if self.on_change:
+            self.on_change(self, resource.group_version, resource.plural, copy.deepcopy(obj))
+        return copy.deepcopy(obj)
+
+    @staticmethod
+    def _same(old, new):
+        def strip(obj):
+            metadata = dict((k, v) for k, v in obj['metadata'].items() if k not in ('resourceVersion', 'generation'))
+            return dict(obj, metadata=metadata, apiVersion=None)
+        return strip(old) == strip(new)
+
+    def _create(self, resource, namespace, body, options, warnings=()):
+        self._check_identity(resource, body, namespace)
+        metadata = body['metadata']
+        if not metadata.get('name') and isinstance(metadata.get('generateName'), str):
+            metadata['name'] = metadata['generateName'] + uuid.uuid4().hex[:5]
+        if metadata.get('resourceVersion'):
+            raise bad_request('resourceVersion should not be set on objects to be created')
+        if resource.namespaced and self.store.get(('', 'namespaces', '', namespace)) is None:
+            raise ApiError(404, 'NotFound', 'namespaces "%s" not found' % namespace,
+                           {'name': namespace, 'kind': 'namespaces'})
+        obj, decode_warnings = self._decode(resource, body, options)
+        self._prepare_create(resource, obj)
+        obj = self._finish(resource, obj)
+        if self.store.get(self._key(resource, namespace, obj['metadata']['name'])) is not None:
+            details = {'name': obj['metadata']['name'], 'kind': resource.plural}
+            if resource.group:
+                details['group'] = resource.group
+            raise ApiError(409, 'AlreadyExists', '%s "%s" already exists' % (resource.qualified,
+                                                                             obj['metadata']['name']), details)
+        return 201, self._present(resource, self._commit(resource, obj, options)), list(warnings) + decode_warnings
+
+    def _conflict(self, resource, name):
+        details = {'name': name, 'kind': resource.plural}
+        if resource.group:
+            details['group'] = resource.group
+        return ApiError(409, 'Conflict', 'Operation cannot be fulfilled on %s "%s": the object has been modified; '
+                                         'please apply your changes to the latest version and try again'
+                        % (resource.qualified, name), details)
+
+    def _update(self, resource, old, new, sub, options):
+        """Store ``new`` over ``old`` with the status subresource's rules."""
+        new, warnings = self._decode(resource, new, options)
+        if 'status' in resource.subresources:
+            if sub == 'status':
+                status = new.get('status')
+                new = copy.deepcopy(old)
+                if status is None:
+                    new.pop('status', None)
+                else:
+                    new['status'] = status
+            elif 'status' in old:
+                new['status'] = copy.deepcopy(old['status'])
+            else:
+                new.pop('status', None)
+        new = self._finish(resource, new, old)
+        return 200, self._present(resource, self._commit(resource, new, options, old)), warnings
+
+    def _replace(self, resource, namespace, name, sub, body, options):
+        if sub == 'log':
+            raise ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource')
+        self._check_identity(resource, body, namespace, name)
+        old = self._stored(resource, namespace, name)
+        version = body['metadata'].get('resourceVersion')
+        if not version and resource.custom:
+            raise ApiError(422, 'Invalid', '%s "%s" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be '
+                                           'specified for an update' % (resource.qualified_kind, name),
+                           {'name': name, 'group': resource.group, 'kind': resource.kind, 'causes': [
+                               {'reason': 'FieldValueInvalid', 'field': 'metadata.resourceVersion',
+                                'message': 'Invalid value: 0x0: must be specified for an update'}]})
+        if version and version != old['metadata']['resourceVersion']:
+            raise self._conflict(resource, name)
+        return self._update(resource, old, body, sub, options)
+
+    def _patch(self, resource, namespace, name, sub, raw, headers, options):
+        if sub == 'log':
+            raise ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource')
+        content_type = (headers.get('Content-Type') or '').split(';')[0].strip()
+        kind = PATCH_TYPES.get(content_type)
+        accepted = [t for t, k in PATCH_TYPES.items() if k and not (resource.custom and k == 'strategic')]
+        if kind is None or (resource.custom and kind == 'strategic'):
+            raise ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted '
+                                                        'media types include: %s' % ', '.join(accepted))
+        if kind == 'apply':
+            return self._apply(resource, namespace, name, sub, raw, options)
+        try:
+            patch = json.loads(raw.decode('utf-8')) if raw else None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise bad_request('error decoding patch: %s' % exc)
+        old = self._stored(resource, namespace, name)
+        if kind == 'json':
+            try:
+                new = json_patch(old, patch)
+            except JsonPatchError as exc:
+                raise ApiError(422, 'Invalid', 'the server rejected our request due to an error in our request',
+                               {'causes': [{'reason': 'UnexpectedServerResponse', 'message': str(exc)}]})
+        else:
+            if not isinstance(patch, dict):
+                raise bad_request('json: cannot unmarshal %s into Go value of type map[string]interface {}'
+                                  % _json_type(patch))
+            version = (patch.get('metadata') or {}).get('resourceVersion') if isinstance(
+                patch.get('metadata'), dict) else None
+            if version and version != old['metadata']['resourceVersion']:
+                raise self._conflict(resource, name)
+            if kind == 'merge':
+                new = merge_patch(old, patch)
+            else:
+                new = StrategicMerge(self._builtin_schema(resource)).merge(old, patch)
+        if not isinstance(new, dict):
+            raise bad_request('the patch did not produce an object')
+        self._check_identity(resource, new, namespace, name)
+        return self._update(resource, old, new, sub, options)
+
+    def _apply(self, resource, namespace, name, sub, raw, options):
+        if not options['field_manager']:
+            raise ApiError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+                                           'required for apply patch',
+                           {'group': 'meta.k8s.io', 'kind': 'PatchOptions', 'causes': [
+                               {'reason': 'FieldValueRequired', 'message': 'Required value: is required for apply '
+                                                                           'patch', 'field': 'fieldManager'}]})
+        try:
+            applied = yaml.safe_load(raw.decode('utf-8')) if raw else None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise bad_request('error decoding YAML: %s' % exc)
+        if not isinstance(applied, dict):
+            raise bad_request('error decoding YAML: the apply patch is not an object')
+        self._check_identity(resource, applied, namespace, name)
+        key = self._key(resource, namespace, name)
+        old = self.store.get(key)
+        manager = options['field_manager']
+        if old is None:
+            if sub == 'status':
+                raise resource.not_found(name)
+            code, created, warnings = self._create(resource, namespace, copy.deepcopy(applied), options)
+            if not options['dry_run']:
+                self.applied[(key, manager)] = applied
+            return code, created, warnings
+        schema = self._crd_schema(resource) if resource.custom else None
+        strategic = None if resource.custom else StrategicMerge(self._builtin_schema(resource))
+        new = apply_merge(old, applied, schema, strategic)
+        previous = self.applied.get((key, manager))
+        if previous is not None:
+            for path in _dropped(previous, applied):
+                if path[:1] not in (('apiVersion',), ('kind',), ('metadata',)):
+                    _remove_path(new, path)
+        result = self._update(resource, old, new, sub, options)
+        if not options['dry_run']:
+            self.applied[(key, manager)] = applied
+        return result
+
+    def _delete(self, resource, namespace, name, options):
+        obj = self._stored(resource, namespace, name)
+        key = self._key(resource, namespace, name)
+        if not options['dry_run']:
+            del self.store[key]
+            if resource.plural == 'namespaces':
+                for other in [k for k in self.store if k[2] == name]:
+                    del self.store[other]
+            self.revision += 1
+        if resource.plural in RETURN_DELETED_OBJECT or resource.plural == 'namespaces':
+            shown = self._present(resource, obj)
+            if resource.plural == 'namespaces':
+                shown['status'] = {'phase': 'Terminating'}
+            return 200, shown, []
+        details = {'name': name, 'kind': resource.plural, 'uid': obj['metadata'].get('uid')}
+        if resource.group:
+            details['group'] = resource.group
+        return 200, {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Success',
+                     'details': details}, []
+
+    def _delete_collection(self, resource, namespace, query, options):
+        listed = self._list(resource, namespace, query)
+        for item in listed['items']:
+            self._delete(resource, item['metadata'].get('namespace'), item['metadata']['name'], options)
+        return 200, listed, []
+
+
+def _json_type(value):
+    return {dict: 'object', list: 'array', str: 'string', bool: 'bool', type(None): 'null'}.get(type(value), 'number')
+
+
+def _expected(value):
+    names = [v for v in (value if isinstance(value, list) else [value]) if v != 'null']
+    return '/'.join(str(v) for v in names)

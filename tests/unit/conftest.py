@@ -39,6 +39,18 @@ sys.path.insert(0, os.path.join(REPO, 'lab'))
 import sysfs_fixture  # noqa: E402  pylint: disable=wrong-import-position
 
 
+@pytest.fixture(autouse=True)
+def module_warnings_per_test(monkeypatch):
+    """Each test starts with no module warnings, and modules run as on a host.
+
+    Warnings are module-global, and once a filter plugin was imported in this process ansible-core takes it for the
+    controller and sends module warnings to its display instead of the result.
+    """
+    from ansible.module_utils.common import warnings as module_warnings
+    module_warnings._global_warnings.clear()
+    monkeypatch.setattr('ansible.module_utils._internal.is_controller', False)
+
+
 @pytest.fixture
 def recorded():
     """Return the text of a recorded command output from fixtures/recorded."""
@@ -60,11 +72,13 @@ def hardware():
 
 @pytest.fixture
 def upstream_crds():
-    """The upstream CRD directory (GPUNET_CRDS_DIR); tests that need it are skipped, saying why, without it."""
-    path = os.environ.get('GPUNET_CRDS_DIR', '')
+    """The upstream CRD directory: the repository's copies in tests/crds, or GPUNET_CRDS_DIR when set.
+
+    Never skipped: a GPUNET_CRDS_DIR that points nowhere is an error of the test setup, not a reason to test less.
+    """
+    path = os.environ.get('GPUNET_CRDS_DIR') or os.path.join(REPO, 'tests', 'crds')
     if not os.path.isdir(path):
-        pytest.skip('GPUNET_CRDS_DIR does not point at the upstream CRDs (make test sets it to ../shared/crds when '
-                    'that exists)')
+        pytest.fail('GPUNET_CRDS_DIR=%s is not a directory; unset it to use the copies in tests/crds' % path)
     return path
 
 
@@ -79,7 +93,10 @@ def crd_release(upstream_crds):
 
     def load(release):
         documents = []
-        for path in sorted(glob.glob(os.path.join(upstream_crds, release, '*.yaml'))):
+        paths = sorted(glob.glob(os.path.join(upstream_crds, release, '*.yaml')))
+        if not paths:
+            pytest.fail('no CRD files in %s' % os.path.join(upstream_crds, release))
+        for path in paths:
             with open(path) as handle:
                 documents.extend(d for d in yaml.safe_load_all(handle) if d)
         return crd_index(documents)

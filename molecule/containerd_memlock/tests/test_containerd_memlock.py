@@ -40,10 +40,31 @@ def test_spec_has_memlock_and_keeps_nofile():
                        {'hard': MEMLOCK, 'soft': MEMLOCK, 'type': 'RLIMIT_MEMLOCK'}]
 
 
+def runtime_specs(dump):
+    """runtime -> base_runtime_spec of a `containerd config dump` (tomllib: an independent TOML parser)."""
+    import tomllib
+    runtimes = tomllib.loads(dump)['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']
+    return dict((name, table.get('base_runtime_spec', '')) for name, table in runtimes.items())
+
+
 def test_config_dump_shows_the_spec_on_runc():
     dump = node('ctd-node').check_output('containerd config dump')
-    runc = dump.split('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]')[1].split('[')[0]
-    assert 'base_runtime_spec = "%s"' % SPEC in runc
+    assert runtime_specs(dump)['runc'] == SPEC
+
+
+def test_drop_in_layout_gets_the_spec_on_runc_and_nvidia():
+    """ctd-node has imports + conf.d/99-nvidia.toml: the drop-in's CRI section is the one containerd 1.6 uses."""
+    host = node('ctd-node')
+    assert runtime_specs(host.check_output('containerd config dump')) == {'runc': SPEC, 'nvidia': SPEC}
+    dropin = host.file('/etc/containerd/conf.d/99-nvidia.toml').content_string
+    assert dropin.count('base_runtime_spec = "%s"' % SPEC) == 2
+    assert 'base_runtime_spec' not in host.file(CONFIG).content_string  # ignored by 1.6, so left alone
+
+
+def test_tomlkit_installed_from_the_distribution():
+    host = node('ctd-node')
+    assert host.package('python3-tomlkit').is_installed
+    host.check_output('python3 -c "import tomlkit"')
 
 
 def test_cri_plugin_loaded():
@@ -105,7 +126,7 @@ def test_zz_fault_is_rolled_back():
     """Runs last: breaks the spec on purpose and checks the role's rollback."""
     host = node('ctd-node')
     spec_before = host.file(SPEC).content_string
-    config_before = host.file(CONFIG).content_string
+    config_before = host.file('/etc/containerd/conf.d/99-nvidia.toml').content_string
     play = subprocess.run(['ansible-playbook', '-i', INVENTORY, os.path.join(SCENARIO, 'fault_injection.yml')],
                           check=False, capture_output=True, text=True)
     assert play.returncode != 0
@@ -113,7 +134,7 @@ def test_zz_fault_is_rolled_back():
     assert 'containerd did not come back with the CRI plugin after the memlock change' in output
     assert 'CRI plugin: io.containerd.grpc.v1 cri linux/amd64 error' in output
     assert host.file(SPEC).content_string == spec_before
-    assert host.file(CONFIG).content_string == config_before
+    assert host.file('/etc/containerd/conf.d/99-nvidia.toml').content_string == config_before
     assert host.service('containerd').is_running
     test_cri_plugin_loaded()
     assert run_container_with_generated_spec(host, 'memlock-after-rollback') == str(MEMLOCK // 1024)

@@ -4,8 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The cluster-stage roles through kubernetes.core against a kube-apiserver test double.
 
-No API server can run here; tests/doubles/kube_apiserver.py serves the REST subset these roles
-use (discovery, GET, merge PATCH with server-side dry run), with the upstream NicClusterPolicy CRD.
+No API server can run here; tests/doubles/kube_apiserver.py answers the requests these roles make (discovery, GET
+and lists with selectors, merge, strategic merge and server-side apply patches, dry runs, creates and deletes) as
+strictly as kube-apiserver, with the upstream NicClusterPolicy CRD of tests/crds. The plays run on the controller
+with the cluster access in module_defaults, as site.yml's cluster play does.
 """
 
 from __future__ import annotations
@@ -46,9 +48,8 @@ def node(name, waiting):
 def operator_reacts(api, group_version, plural, obj):
     """Stand-in for the operator: once the driver pods tolerate cordoned nodes, they finish everywhere."""
     if plural == 'nicclusterpolicies' and UNSCHEDULABLE in (obj['spec'].get('tolerations') or []):
-        for key, item in list(api.objects.items()):
-            if key[1] == 'nodes':
-                api.add('v1', 'nodes', node(item['metadata']['name'], waiting=False))
+        for item in api.list('v1', 'nodes'):
+            api.add('v1', 'nodes', node(item['metadata']['name'], waiting=False))
 
 
 @pytest.fixture
@@ -65,19 +66,20 @@ def cluster(tmp_path, upstream_crds):
     api.stop()
 
 
-def play(api, tmp_path, playbook, extra=None, args=()):
+def play(api, tmp_path, playbook, extra=None, args=(), environment=None):
     inventory = tmp_path / 'hosts.yml'
     inventory.write_text(yaml.safe_dump({'all': {'children': {'ib_v100': {'hosts': {
         'gpu-v100-01': None, 'gpu-v100-02': None}}}, 'vars': {
         'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
-    extra_vars = {'nicclusterpolicy_tolerations_kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')),
+    extra_vars = {'gpunet_rdma_kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')),
                   'nicclusterpolicy_tolerations_resources': [{'group': 'ib_v100', 'resource': RESOURCE}],
                   'nicclusterpolicy_tolerations_wait_timeout': 20,
-                  'network_operator_kubeconfig': str(tmp_path / 'kubeconfig'), 'network_operator_wait_timeout': 20}
+                  'network_operator_wait_timeout': 20}
     extra_vars.update(extra or {})
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'))
-    result = subprocess.run(['ansible-playbook', '-i', str(inventory), playbook, '-e', json.dumps(extra_vars)] + list(args),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'), **(environment or {}))
+    command = ['ansible-playbook', '-i', str(inventory), playbook, '-e', json.dumps(extra_vars)] + list(args)
+    result = subprocess.run(command,
                             capture_output=True, text=True, env=env, check=False, cwd=str(tmp_path))
     return result.returncode, ' '.join((result.stdout + result.stderr).split())
 
@@ -99,7 +101,8 @@ def test_tolerations_added_after_a_dry_run_and_nodes_recover(cluster, tmp_path):
     assert sent[1][1]['spec']['tolerations'] == [GPU_TAINT, UNSCHEDULABLE]  # existing kept, first
     stored = cluster.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')
     assert stored['spec']['tolerations'] == [GPU_TAINT, UNSCHEDULABLE]
-    assert stored['spec']['rdmaSharedDevicePlugin'] == {'image': 'k8s-rdma-shared-dev-plugin'}
+    # Kept, with the default the v26.4.1 CRD gives imagePullSecrets (the API server defaults on every write).
+    assert stored['spec']['rdmaSharedDevicePlugin'] == {'image': 'k8s-rdma-shared-dev-plugin', 'imagePullSecrets': []}
     # Again: nothing to add, nothing sent.
     code, output = play(cluster, tmp_path, TOLERATIONS)
     assert code == 0, output
@@ -133,9 +136,13 @@ def test_nodes_that_stay_waiting_are_named(cluster, tmp_path):
 
 
 VERIFY = '''
-- name: Verify after apply
-  hosts: all
+- name: Verify after apply, on the controller as site.yml's cluster play runs it
+  hosts: localhost
+  connection: local
   gather_facts: false
+  module_defaults:
+    group/kubernetes.core.k8s:
+      kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
   tasks:
     - name: Network Operator verification
       ansible.builtin.include_role:
@@ -154,8 +161,12 @@ VERIFY = '''
 
 
 def daemonset(name, desired, ready):
-    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': name, 'namespace': 'nvidia-network-operator'},
-            'status': {'desiredNumberScheduled': desired, 'numberReady': ready, 'updatedNumberScheduled': desired}}
+    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet',
+            'metadata': {'name': name, 'namespace': 'nvidia-network-operator'},
+            'spec': {'selector': {'matchLabels': {'app': name}}, 'template': {
+                'metadata': {'labels': {'app': name}}, 'spec': {'containers': [{'name': name, 'image': name}]}}},
+            'status': {'currentNumberScheduled': desired, 'numberMisscheduled': 0, 'desiredNumberScheduled': desired,
+                       'numberReady': ready, 'updatedNumberScheduled': desired}}
 
 
 def test_verify_after_apply(cluster, tmp_path):
@@ -180,15 +191,135 @@ def test_verify_names_what_is_missing(cluster, tmp_path):
     assert 'After 10 s in namespace nvidia-network-operator: not ready: mofed-ubuntu22.04-ds' in output
 
 
+# ------------------------------------------------------------------ stale extended resources, AWX-style credentials
+
+NODE_CLEANUP = '''
+- name: Stale resources, with the credentials the kubernetes.core tasks use
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The nodes, as kubernetes.core reads them
+      kubernetes.core.k8s_info:
+        kind: Node
+        context: "{{ network_operator_context | default(omit, true) }}"
+      register: nodes
+      delegate_to: localhost
+      run_once: true
+
+    - name: Remove the stale resource, as the network_operator apply stage calls the module
+      gpunet.rdma.node_extended_resources:
+        names: [nvidia.com/hostdev]
+        context: "{{ network_operator_context | default(omit, true) }}"
+      delegate_to: localhost
+      run_once: true
+'''
+
+
+def test_node_cleanup_with_awx_credentials_like_kubernetes_core(cluster, tmp_path):
+    """AWX's Kubernetes credential sets K8S_AUTH_*; the module and kubernetes.core's tasks both connect with them."""
+    stale = node('gpu-v100-01', waiting=False)
+    stale['status']['allocatable']['nvidia.com/hostdev'] = '2'
+    cluster.add('v1', 'nodes', stale)
+    cluster.tokens['awx'] = 'system:serviceaccount:awx:job'
+    (tmp_path / 'cleanup.yml').write_text(NODE_CLEANUP)
+    code, output = play(cluster, tmp_path, str(tmp_path / 'cleanup.yml'),
+                        environment={'K8S_AUTH_HOST': cluster.url, 'K8S_AUTH_API_KEY': 'awx',
+                                     'KUBECONFIG': '/nonexistent'})
+    assert code == 0, output
+    assert 'nvidia.com/hostdev' not in cluster.get('v1', 'nodes', 'gpu-v100-01')['status']['allocatable']
+    assert {details['headers'].get('authorization') for _m, _p, details in cluster.requests} == {'Bearer awx'}
+    # The same environment with a token the cluster does not know: refused (401) as for kubernetes.core.
+    code, output = play(cluster, tmp_path, str(tmp_path / 'cleanup.yml'),
+                        environment={'K8S_AUTH_HOST': cluster.url, 'K8S_AUTH_API_KEY': 'expired'})
+    assert code != 0 and 'Unauthorized' in output
+
+
+def test_node_cleanup_takes_the_module_defaults_of_the_collection_group(cluster, tmp_path):
+    """Cluster access given once, as module_defaults of group/gpunet.rdma.k8s: that group extends kubernetes.core's
+    (meta/runtime.yml), so the kubernetes.core tasks and this module of the play connect the same way.
+
+    (Defaults for group/kubernetes.core.k8s do not reach the module: extend_group adds kubernetes.core's modules to
+    gpunet.rdma.k8s, not the other way round.)
+    """
+    stale = node('gpu-v100-02', waiting=False)
+    stale['status']['allocatable']['nvidia.com/hostdev'] = '2'
+    cluster.add('v1', 'nodes', stale)
+    (tmp_path / 'cleanup.yml').write_text(NODE_CLEANUP.replace('  gather_facts: false\n', '''  gather_facts: false
+  module_defaults:
+    group/gpunet.rdma.k8s:
+      kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
+''', 1))
+    code, output = play(cluster, tmp_path, str(tmp_path / 'cleanup.yml'), environment={'KUBECONFIG': '/nonexistent'})
+    assert code == 0, output
+    assert 'nvidia.com/hostdev' not in cluster.get('v1', 'nodes', 'gpu-v100-02')['status']['allocatable']
+
+
+# ------------------------------------------------------------------ server-side apply, as network_operator applies
+
+APPLY = '''
+- name: The NicClusterPolicy applied as roles/network_operator/tasks/apply.yml applies it
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  module_defaults:
+    group/gpunet.rdma.k8s:
+      kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
+  tasks:
+    - name: Apply the NicClusterPolicy (strict field validation on the server)
+      kubernetes.core.k8s:
+        definition: "{{ policy }}"
+        state: present
+        apply: true
+        server_side_apply:
+          field_manager: gpunet.rdma
+      register: applied
+
+    - name: Show
+      ansible.builtin.debug:
+        msg: "APPLIED changed={{ applied.changed }}"
+'''
+
+
+def test_server_side_apply_of_the_policy(cluster, tmp_path):
+    (tmp_path / 'apply.yml').write_text(APPLY)
+    policy = {'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy',
+              'metadata': {'name': 'nic-cluster-policy'},
+              'spec': {'tolerations': [GPU_TAINT], 'rdmaSharedDevicePlugin': {
+                  'image': 'k8s-rdma-shared-dev-plugin', 'repository': 'nvcr.io/nvidia/mellanox', 'version': 'v1',
+                  'config': '{}'}, 'nvIpam': {'image': 'nvidia-k8s-ipam', 'enableWebhook': False}}}
+    code, output = play(cluster, tmp_path, str(tmp_path / 'apply.yml'), extra={'policy': policy})
+    assert code == 0, output
+    assert 'APPLIED changed=True' in output
+    stored = cluster.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')
+    assert stored['spec']['nvIpam'] == {'image': 'nvidia-k8s-ipam', 'enableWebhook': False, 'imagePullSecrets': []}
+    assert [d['content_type'] for m, p, d in cluster.requests if m == 'PATCH'] == ['application/apply-patch+yaml']
+    # The same again changes nothing; without nvIpam, the manager's nvIpam goes.
+    code, output = play(cluster, tmp_path, str(tmp_path / 'apply.yml'), extra={'policy': policy})
+    assert code == 0 and 'APPLIED changed=False' in output, output
+    del policy['spec']['nvIpam']
+    code, output = play(cluster, tmp_path, str(tmp_path / 'apply.yml'), extra={'policy': policy})
+    assert code == 0 and 'APPLIED changed=True' in output, output
+    assert 'nvIpam' not in cluster.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')['spec']
+    # A field the release does not declare is refused: kubernetes.core sends no fieldValidation, the default Warn
+    # prunes it and the task reports the API server's warning.
+    policy['spec']['deploymentTolerationz'] = []
+    code, output = play(cluster, tmp_path, str(tmp_path / 'apply.yml'), extra={'policy': policy})
+    assert 'unknown field' in output and 'spec.deploymentTolerationz' in output, output
+
+
 # ------------------------------------------------------------------ spiderpool
 
 SPIDERPOOL_RESOURCES = ['spidernet.io/shared_cx5_gpu%d' % gpu for gpu in range(1, 9)]
 SPIDERPOOL = '''
-- name: Spiderpool cluster calls
-  hosts: all
+- name: Spiderpool cluster calls, on the controller as site.yml's cluster play runs them
+  hosts: localhost
+  connection: local
   gather_facts: false
+  module_defaults:
+    group/kubernetes.core.k8s:
+      kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
   vars:
-    spiderpool_kubeconfig: %(kubeconfig)s
     spiderpool_wait_timeout: 10
     spiderpool_build:
       calico_patch:
@@ -222,18 +353,21 @@ def spiderpool_cluster(api, tmp_path):
     api.add('apps/v1', 'daemonsets', {
         'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': 'calico-node', 'namespace': 'kube-system',
                                                                    'resourceVersion': '1'},
-        'spec': {'template': {'spec': {'containers': [{'name': 'calico-node', 'image': 'calico/node:v3.28.0', 'env': [
-            {'name': 'CALICO_NETWORKING_BACKEND', 'value': 'bird'},
-            {'name': 'IP_AUTODETECTION_METHOD', 'value': 'first-found'}]}]}}}})
+        'spec': {'selector': {'matchLabels': {'k8s-app': 'calico-node'}}, 'template': {
+            'metadata': {'labels': {'k8s-app': 'calico-node'}},
+            'spec': {'containers': [{'name': 'calico-node', 'image': 'calico/node:v3.28.0', 'env': [
+                {'name': 'CALICO_NETWORKING_BACKEND', 'value': 'bird'},
+                {'name': 'IP_AUTODETECTION_METHOD', 'value': 'first-found'}]}]}}}})
     api.add('apps/v1', 'deployments', {
         'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'spiderpool-controller',
                                                                     'namespace': 'spiderpool', 'resourceVersion': '1'},
-        'spec': {'template': {'metadata': {'labels': {'app': 'spiderpool-controller'}}}}})
+        'spec': {'selector': {'matchLabels': {'app': 'spiderpool-controller'}}, 'template': {
+            'metadata': {'labels': {'app': 'spiderpool-controller'}},
+            'spec': {'containers': [{'name': 'spiderpool-controller', 'image': 'spiderpool-controller:v1.2.2'}]}}}})
     resources = [{'group': 'roce_a100', 'hosts': ['roce-1'], 'resource': r, 'if_names': ['enp%ds0f0np0' % (10 + g)]}
                  for g, r in enumerate(SPIDERPOOL_RESOURCES, 1)]
     playbook = tmp_path / 'spiderpool.yml'
-    playbook.write_text(SPIDERPOOL % {'kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')),
-                                      'resources': json.dumps(resources)})
+    playbook.write_text(SPIDERPOOL % {'resources': json.dumps(resources)})
     return str(playbook)
 
 
@@ -256,10 +390,13 @@ def test_spiderpool_calico_patch_restart_and_verify(cluster, tmp_path):
     assert [details['content_type'] for method, path, details in cluster.requests
             if method == 'PATCH' and 'calico-node' in path] == ['application/strategic-merge-patch+json']
     # Again, without a values change: nothing to change, no restart.
+    versions = [cluster.get('apps/v1', plural, name)['metadata']['resourceVersion']
+                for plural, name in (('deployments', 'spiderpool-controller'), ('daemonsets', 'calico-node'))]
     code, output = play(cluster, tmp_path, playbook)
     assert code == 0, output
     assert 'changed=0' in output
-    assert cluster.get('apps/v1', 'deployments', 'spiderpool-controller')['metadata']['resourceVersion'] == '2'
+    assert [cluster.get('apps/v1', plural, name)['metadata']['resourceVersion']
+            for plural, name in (('deployments', 'spiderpool-controller'), ('daemonsets', 'calico-node'))] == versions
 
 
 def test_spiderpool_verify_names_the_missing_resource(cluster, tmp_path):
@@ -275,23 +412,35 @@ def test_spiderpool_verify_names_the_missing_resource(cluster, tmp_path):
 # ------------------------------------------------------------------ rdma_validate pods
 
 POD_CHECK = '''
-- name: Pod-level RDMA check
-  hosts: all
+- name: Pod-level RDMA check, on the controller as site.yml's cluster play runs it
+  hosts: localhost
+  connection: local
   gather_facts: false
+  module_defaults:
+    group/kubernetes.core.k8s:
+      kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
   vars:
-    rdma_validate_kubeconfig: %(kubeconfig)s
     rdma_validate_run_pods: true
     rdma_validate_timeout: 10
     rdma_validate_workloads: false
   tasks:
-    - name: Facts and the cluster stage's record as site.yml leaves them
+    - name: The GPU nodes' facts as discovery leaves them
       ansible.builtin.set_fact:
         ansible_facts:
           rdma_ports:
             - {device: mlx5_0, port: 1, netdev: ibp94s0f0, state: ACTIVE, link_layer: InfiniBand, rate_gbps: 100}
-        network_operator_result:
-          resources: [{group: ib_v100, hosts: [gpu-v100-01, gpu-v100-02], resource: rdma/rdma_v100,
-                       if_names: [ibp94s0f0]}]
+      delegate_to: "{{ item }}"
+      delegate_facts: true
+      loop: [gpu-v100-01, gpu-v100-02]
+
+    - name: The cluster stage's record in the controller's ledger
+      ansible.builtin.set_fact:
+        ansible_facts:
+          gpunet_rdma_ledger:
+            network_operator:
+              detail:
+                resources: [{group: ib_v100, hosts: [gpu-v100-01, gpu-v100-02], resource: rdma/rdma_v100,
+                             if_names: [ibp94s0f0]}]
 
     - name: Pods
       ansible.builtin.include_role:
@@ -301,21 +450,20 @@ POD_CHECK = '''
     - name: Show the result
       ansible.builtin.debug:
         msg: "RESULT {{ rdma_validate_pod_results | to_json }}"
-      run_once: true
 '''
 
 
 def client_finishes(log):
     def react(api, group_version, plural, obj):
-        if plural == 'pods' and obj['metadata']['name'].endswith('-client'):
-            api.logs[obj['metadata']['name']] = log
+        if plural == 'pods' and obj['metadata']['name'].endswith('-client') and obj['status']['phase'] == 'Pending':
+            api.set_log(obj['metadata']['namespace'], obj['metadata']['name'], log)
             api.add(group_version, plural, dict(obj, status={'phase': 'Succeeded'}))
     return react
 
 
 def pod_check(api, tmp_path):
     playbook = tmp_path / 'pods.yml'
-    playbook.write_text(POD_CHECK % {'kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig'))})
+    playbook.write_text(POD_CHECK)
     return play(api, tmp_path, str(playbook))
 
 

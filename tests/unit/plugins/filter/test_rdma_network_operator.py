@@ -14,8 +14,9 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpunet.rdma.plugins.filter.rdma_ledger import rdma_fabrics
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import (
-    rdma_daemonsets_not_ready, rdma_network_operator, rdma_node_resources)
+    rdma_daemonsets_not_ready, rdma_network_operator, rdma_network_operator_groups, rdma_node_resources)
 from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import validate_object
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
 
@@ -26,17 +27,21 @@ with open(os.path.join(REPO, 'roles', 'network_operator', 'defaults', 'main.yml'
 PLUGIN = DEFAULTS['network_operator_rdma_shared_device_plugin']
 
 
-def groups_for(inventory_profiles, tmp_path, hardware):
-    """The role's collected groups for {group: [(host, hardware profile), ...]}."""
-    result = []
-    for entry in DEFAULTS['network_operator_resources']:
-        hosts = inventory_profiles[entry['group']]
-        ports = []
+def lab_fabric(group):
+    with open(os.path.join(REPO, 'inventory', 'lab', 'group_vars', group + '.yml')) as handle:
+        return yaml.safe_load(handle)['gpunet_rdma_fabric']
+
+
+def groups_for(inventory_profiles, tmp_path, hardware, resources=None):
+    """The role's collected groups for {group: [(host, hardware profile), ...]}, from the lab's fabrics and facts."""
+    hostvars = {}
+    for group, hosts in inventory_profiles.items():
         for host, profile in hosts:
-            ports.extend(SysfsReader(hardware(profile, tmp_path / host)).read()[0])
-        result.append({'group': entry['group'], 'resource_name': entry['resource_name'], 'rdma_hca_max': 63,
-                       'link_types': entry['link_types'], 'hosts': [h for h, _p in hosts], 'ports': ports})
-    return result
+            hostvars[host] = {'group_names': [group], 'gpunet_rdma_fabric': lab_fabric(group), 'ansible_facts': {
+                'rdma_ports': SysfsReader(hardware(profile, tmp_path / host)).read()[0]}}
+    fabrics = rdma_fabrics(sorted(hostvars), hostvars)
+    return rdma_network_operator_groups(resources if resources is not None else DEFAULTS['network_operator_resources'],
+                                        fabrics, hostvars, 63, None)
 
 
 LAB = {'ib_v100': [('lab-v100-1', 'v100'), ('lab-v100-2', 'v100')],
@@ -48,14 +53,27 @@ def test_lab_groups_get_their_own_resources(tmp_path, hardware):
                                   {'rdma_shared_device_plugin': PLUGIN, 'nfd_enabled': True})
     policy = built['objects'][0]
     config = json.loads(policy['spec']['rdmaSharedDevicePlugin']['config'])
-    assert config['configList'][0] == {'resourceName': 'rdma_v100', 'rdmaHcaMax': 63, 'selectors': {
-        'ifNames': ['ibp94s0f0', 'ibp94s0f1'], 'linkTypes': ['infiniband']}}
-    # The A100 nodes' Ethernet bond and DOWN mlx5_0 stay out of the InfiniBand resource.
-    assert config['configList'][1] == {'resourceName': 'rdma_a100', 'rdmaHcaMax': 63, 'selectors': {
+    # Groups come in name order from the fabrics; the A100 nodes' Ethernet bond and DOWN mlx5_0 stay out of the
+    # InfiniBand resource.
+    assert config['configList'][0] == {'resourceName': 'rdma_a100', 'rdmaHcaMax': 63, 'selectors': {
         'ifNames': ['ibp141s0'], 'linkTypes': ['infiniband']}}
+    assert config['configList'][1] == {'resourceName': 'rdma_v100', 'rdmaHcaMax': 63, 'selectors': {
+        'ifNames': ['ibp94s0f0', 'ibp94s0f1'], 'linkTypes': ['infiniband']}}
     assert built['helm_values'] == {'nfd': {'enabled': True}}
-    assert [r['resource'] for r in built['resources']] == ['rdma/rdma_v100', 'rdma/rdma_a100']
-    assert built['resources'][0]['hosts'] == ['lab-v100-1', 'lab-v100-2']
+    assert [r['resource'] for r in built['resources']] == ['rdma/rdma_a100', 'rdma/rdma_v100']
+    assert built['resources'][1]['hosts'] == ['lab-v100-1', 'lab-v100-2']
+
+
+def test_groups_come_from_the_fabrics_unless_resources_name_them(tmp_path, hardware):
+    roce = {'roce_a100': [('lab-roce-1', 'roce_a100')]}
+    assert groups_for(roce, tmp_path / 'a', hardware) == []  # a Spiderpool group is not the Network Operator's
+    named = groups_for(dict(LAB, **roce), tmp_path / 'b', hardware, [
+        {'group': 'ib_v100', 'resource_name': 'rdma_v100_ib', 'link_types': ['InfiniBand']}])
+    assert [(g['group'], g['resource'], g['hosts']) for g in named] == [
+        ('ib_v100', 'rdma/rdma_v100_ib', ['lab-v100-1', 'lab-v100-2'])]
+    with pytest.raises(AnsibleFilterError, match='rdma_network_operator_groups: every network_operator_resources entry '
+                                                 'needs group and resource_name'):
+        groups_for(LAB, tmp_path / 'c', hardware, [{'group': 'ib_v100'}])
 
 
 def _example_options():

@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import FilterModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import render_json
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import record as rdma_ledger
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
 
 FILTERS = FilterModule().filters()
@@ -128,26 +129,35 @@ def test_bad_expectation_is_a_clear_error(expectation, message):
         check([], ['ib_v100'], expectation=expectation)
 
 
-def _fleet(tmp_path, hardware):
+def _fleet(tmp_path, hardware, ledgers=None):
     results = []
     for host, profile, group in (('lab-v100-1', 'v100', 'ib_v100'), ('lab-a100-1', 'a100', 'ib_a100'),
                                  ('lab-v100-9', 'v100-degraded', 'ib_v100')):
         result = check(ports_of(profile, tmp_path, hardware), [group])
         result.update({'host': host, 'source': 'sysfs', 'devices': []})
         results.append(result)
-    return rdma_fleet_report(results, ['lab-v100-1', 'lab-a100-1', 'lab-v100-9', 'lab-gone'])
+    return rdma_fleet_report(results, ['lab-v100-1', 'lab-a100-1', 'lab-v100-9', 'lab-gone'], ledgers)
+
+
+def ledger(**stages):
+    """A host's gpunet_rdma_ledger built with the rdma_ledger filter, as the roles build it."""
+    result = {}
+    for stage, fields in stages.items():
+        result = rdma_ledger(result, stage, **fields)
+    return result
 
 
 def test_fleet_report_summary(tmp_path, hardware):
     report = _fleet(tmp_path, hardware)
     assert report['summary'] == {'hosts': 4, 'pass': 2, 'fail': 1, 'unchecked': 0, 'no_facts': 1, 'ports': 7,
                                  'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
-                                 'firmware_pending_hosts': [], 'runtime_restart_pending_hosts': [],
-                                 'driver_restart_pending_hosts': [], 'driver_kernel_mismatch_hosts': [],
-                                 'netns_reboot_pending_hosts': [], 'cluster_problem_nodes': [], 'validation_failed': []}
+                                 'stages': {'ok': 0, 'changed': 0, 'pending': 0, 'failed': 0, 'skipped': 0},
+                                 'pending': {}, 'failed_stages': [], 'driver_kernel_mismatch_hosts': [],
+                                 'cluster_problem_nodes': [], 'validation_failed': [], 'validation_failed_hosts': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
+    assert gone['stages'] == [] and report['controller'] == []
 
 
 def test_markdown_report(tmp_path, hardware):
@@ -160,11 +170,10 @@ def test_markdown_report(tmp_path, hardware):
             'ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-a100-1 | ib_a100 | mlx5_bond_0 | 1 | bond0 (Up) | ACTIVE / LinkUp | Ethernet | 10 Gb/s | '
             'ignored: link layer Ethernet, expected InfiniBand |') in lines
-    assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | - | FAIL |') in lines
+    assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | FAIL |') in lines
     assert not [line for line in lines if line.startswith('Pending:')]
-    assert '## Firmware' not in text  # the firmware stage did not run
-    assert '## Drivers' not in text  # nor the driver stage
-    assert '## Kubernetes' not in text  # nor the cluster stage
+    for section in ('## Stages', '## Firmware', '## Drivers', '## Container runtime', '## Kubernetes', '## Groups'):
+        assert section not in text  # no stage ran, no fabric given
     failing = text.split('## Hosts that miss expectations')[1]
     assert '- **lab-v100-9** (ib_v100):' in failing
     assert '- **lab-gone** (no group):' in failing
@@ -186,6 +195,53 @@ def test_markdown_needs_a_report():
 def test_fleet_report_rejects_results_without_host():
     with pytest.raises(AnsibleFilterError, match='"host" and "verdict"'):
         rdma_fleet_report([{'verdict': 'pass'}], ['a'])
+
+
+def test_fleet_report_rejects_a_malformed_ledger(tmp_path, hardware):
+    with pytest.raises(AnsibleFilterError, match='rdma_fleet_report: ledgers: .*lacks'):
+        _fleet(tmp_path, hardware, {'lab-v100-1': {'firmware': {'stage': 'firmware', 'status': 'ok'}}})
+
+
+def _discovery(host):
+    discovery = check([], [])
+    discovery.update({'host': host, 'source': 'sysfs', 'devices': []})
+    return discovery
+
+
+# ------------------------------------------------------------------ any stage, from the ledger only
+
+def test_a_stage_the_report_does_not_know_shows_up():
+    """A stage added later (here one named nothing the report knows) is shown from its envelope alone."""
+    ledgers = {'n1': ledger(pvrdma={'changed': True, 'problems': ['0 ACTIVE PVRDMA device(s), 1 expected']},
+                            brand_new_stage={'pending': [{'action': 'reboot', 'allowed': False, 'reason': 'new kernel'}]}),
+               'localhost': ledger(gpu_operator={'changed': True, 'detail': {'values': {}}})}
+    report = rdma_fleet_report([_discovery('n1')], ['n1'], ledgers)
+    assert report['summary']['pending'] == {'reboot': ['n1']}
+    assert report['summary']['stages'] == {'ok': 0, 'changed': 2, 'pending': 1, 'failed': 0, 'skipped': 0}
+    text = rdma_report_markdown(report)
+    assert '| n1 | brand_new_stage | pending | no | reboot (waits for permission) | - |' in text
+    assert '| n1 | pvrdma | changed | yes | - | 0 ACTIVE PVRDMA device(s), 1 expected |' in text
+    assert '| controller | gpu_operator | changed | yes | - | - |' in text
+    assert '| n1 | ungrouped | none | - | sysfs | brand_new_stage pending (changed: pvrdma) | UNCHECKED |' in text
+    assert 'Pending: reboot pending on n1.' in text
+
+
+def test_failed_stages_are_named():
+    ledgers = {'n1': ledger(validation={'failed': True, 'problems': ['mlx5_0 below 90 %']})}
+    report = rdma_fleet_report([_discovery('n1')], ['n1'], ledgers)
+    assert report['summary']['failed_stages'] == ['n1 validation']
+    assert 'Pending: stage failed on n1 validation.' in rdma_report_markdown(report)
+
+
+def test_groups_section_from_the_fabrics():
+    fabrics = {'ib_h100': {'name': 'ib_h100', 'generation': 'H100', 'link_layer': 'InfiniBand', 'line_rate_gbps': 400,
+                           'rdma_resource': 'rdma/rdma_h100', 'kubernetes': 'shared_device_plugin', 'hosts': ['n1']}}
+    report = rdma_fleet_report([_discovery('n1')], ['n1'], {}, fabrics)
+    assert report['groups'] == [{'group': 'ib_h100', 'generation': 'H100', 'link_layer': 'InfiniBand',
+                                 'line_rate_gbps': 400, 'rdma_resource': 'rdma/rdma_h100',
+                                 'kubernetes': 'shared_device_plugin', 'hosts': 1, 'pass': 0}]
+    assert ('| ib_h100 | H100 | InfiniBand | 400 Gb/s | rdma/rdma_h100 | shared_device_plugin | 1 | 0 |'
+            in rdma_report_markdown(report))
 
 
 # ------------------------------------------------------------------ firmware
@@ -226,49 +282,51 @@ def test_firmware_result_after_activation_keeps_what_was_set():
     assert after['pending'] == [] and after['reboot_required'] is False
 
 
-def test_report_shows_firmware_state_and_is_stable_across_runs():
-    discovery = check([], [])
-    discovery.update({'host': 'n1', 'source': 'sysfs', 'devices': []})
+def _firmware_ledger(record, changed):
+    pending = [{'action': 'reboot', 'allowed': False, 'reason': ', '.join(record['pending'])}] if record['pending'] else []
+    return ledger(firmware={'changed': changed, 'pending': pending, 'detail': record})
+
+
+def test_report_shows_firmware_state_and_pending_waits_across_runs():
     first_run = rdma_firmware_result([_module_result('mlx5_0', '0000:0c:00.0', {'LINK_TYPE_P1': {
         'before': 'ETH(2)', 'after': 'IB(1)'}}, ['LINK_TYPE_P1'], LINK_ETH_TO_IB)], 'n1', 'none', ['LINK_TYPE_P1'])
     second_run = rdma_firmware_result([_module_result('mlx5_0', '0000:0c:00.0', {}, ['LINK_TYPE_P1'],
                                                       LINK_ETH_TO_IB)], 'n1', 'none', ['LINK_TYPE_P1'])
-    first = rdma_fleet_report([discovery], ['n1'], firmware=[first_run])
-    second = rdma_fleet_report([discovery], ['n1'], firmware=[second_run])
-    assert render_json(first) == render_json(second)
-    assert first['summary']['firmware_pending_hosts'] == ['n1']
+    first = rdma_fleet_report([_discovery('n1')], ['n1'], {'n1': _firmware_ledger(first_run, True)})
+    second = rdma_fleet_report([_discovery('n1')], ['n1'], {'n1': _firmware_ledger(second_run, False)})
+    third = rdma_fleet_report([_discovery('n1')], ['n1'], {'n1': _firmware_ledger(second_run, False)})
+    assert render_json(second) == render_json(third)  # a run that changes nothing writes the same report
+    assert first['hosts'][0]['firmware'] == second['hosts'][0]['firmware']
+    assert first['summary']['pending'] == {'reboot': ['n1']}
     text = rdma_report_markdown(first)
-    assert '| n1 | ungrouped | none | - | sysfs | pending: mlx5_0 LINK_TYPE_P1 | - | UNCHECKED |' in text
-    assert 'Pending: firmware changes wait for a firmware reset or reboot on n1.' in text
+    assert '| n1 | ungrouped | none | - | sysfs | firmware pending | UNCHECKED |' in text
+    assert '| n1 | firmware | pending | yes | reboot (waits for permission) | - |' in text
+    assert 'Pending: reboot pending on n1.' in text
     assert ('| n1 | mlx5_0 | 0000:0c:00.0 | LINK_TYPE_P1 | ETH(2) | IB(1) | pending: active after a firmware reset '
             'or reboot |') in text
 
 
 def test_report_of_activated_firmware():
-    discovery = check([], [])
-    discovery.update({'host': 'n1', 'source': 'sysfs', 'devices': []})
     record = rdma_firmware_result([_module_result('mlx5_1', '0000:8d:00.0', {}, [], LINK_IB)], 'n1', 'reboot',
                                   ['LINK_TYPE_P1'])
-    text = rdma_report_markdown(rdma_fleet_report([discovery], ['n1'], firmware=[record]))
+    text = rdma_report_markdown(rdma_fleet_report([_discovery('n1')], ['n1'], {'n1': _firmware_ledger(record, False)}))
     assert '| n1 | mlx5_1 | 0000:8d:00.0 | LINK_TYPE_P1 | IB(1) | IB(1) | active |' in text
-    assert '| as wanted |' in text
+    assert '| n1 | ungrouped | none | - | sysfs | 1 as wanted | UNCHECKED |' in text
 
 
 def test_report_shows_the_container_runtime_state():
-    discovery = check([], [])
-    discovery.update({'host': 'n1', 'source': 'sysfs', 'devices': []})
     runtime = {'host': 'n1', 'engine': 'containerd', 'memlock': 'unlimited', 'spec': '/etc/containerd/x.json',
                'runtimes': ['nvidia', 'runc'], 'restart_pending': True}
-    report = rdma_fleet_report([discovery], ['n1'], runtime=[runtime])
+    ledgers = {'n1': ledger(runtime={'changed': True, 'detail': runtime, 'pending': [
+        {'action': 'runtime_restart', 'allowed': True, 'reason': 'containerd reads the memlock limit at start'}]})}
+    report = rdma_fleet_report([_discovery('n1')], ['n1'], ledgers)
     assert report['hosts'][0]['runtime'] == {'engine': 'containerd', 'memlock': 'unlimited',
                                              'runtimes': ['nvidia', 'runc'], 'restart_pending': True}
-    assert report['summary']['runtime_restart_pending_hosts'] == ['n1']
+    assert report['summary']['pending'] == {'runtime_restart': ['n1']}
     text = rdma_report_markdown(report)
-    assert '| n1 | ungrouped | none | - | sysfs | - | containerd memlock unlimited, restart pending | UNCHECKED |' in text
-    assert 'Pending: container runtime waits for a restart on n1.' in text
-    runtime['restart_pending'] = False
-    assert '| containerd memlock unlimited | UNCHECKED |' in rdma_report_markdown(
-        rdma_fleet_report([discovery], ['n1'], runtime=[runtime]))
+    assert '| n1 | containerd | unlimited | nvidia, runc | restart pending |' in text
+    assert 'Pending: container runtime restart pending on n1.' in text
+    assert '| n1 | runtime | pending | yes | runtime_restart | - |' in text
 
 
 # ------------------------------------------------------------------ drivers
@@ -289,15 +347,17 @@ def _driver_records(host, **changes):
 
 
 def _drivers_report(*hosts):
-    results, ofed, netns, gpudirect = [], [], [], []
+    results, ledgers = [], {}
     for name, changes in hosts:
-        discovery = check([], [])
-        discovery.update({'host': name, 'source': 'sysfs', 'devices': []})
-        results.append(discovery)
-        records = _driver_records(name, **changes)
-        for target, record in zip((ofed, netns, gpudirect), records):
-            target.append(record)
-    return rdma_fleet_report(results, [name for name, _changes in hosts], ofed=ofed, netns=netns, gpudirect=gpudirect)
+        results.append(_discovery(name))
+        ofed, netns, gpudirect = _driver_records(name, **changes)
+        ledgers[name] = ledger(
+            ofed={'detail': ofed, 'pending': [{'action': 'driver_restart', 'allowed': False}] if ofed['restart_pending']
+                  else []},
+            netns={'detail': netns, 'pending': [{'action': 'netns_switch', 'allowed': True}] if netns['reboot_pending']
+                   else []},
+            gpudirect={'detail': gpudirect})
+    return rdma_fleet_report(results, [name for name, _changes in hosts], ledgers)
 
 
 def test_report_shows_the_driver_stack():
@@ -313,9 +373,8 @@ def test_report_shows_the_driver_stack():
         'gpudirect': {'mode': 'host', 'load_skipped': False, 'persisted': ['nvidia_peermem'],
                       'loaded': ['nvidia_peermem'], 'memory_peer_version': '1.3', 'gdrdrv_device': None}}
     summary = report['summary']
-    assert summary['driver_restart_pending_hosts'] == ['n2']
+    assert summary['pending'] == {'driver_restart': ['n2'], 'netns_switch': ['n2']}
     assert summary['driver_kernel_mismatch_hosts'] == ['n3']
-    assert summary['netns_reboot_pending_hosts'] == ['n2']
     text = rdma_report_markdown(report)
     assert '| host | kernel | OFED | RDMA netns (live / persisted) | GPUDirect | status |' in text
     assert ('| n1 | 5.15.0-105-generic | mlnx_iso 24.01-0.3.3.1 | shared / shared | loaded nvidia_peermem, nv_mem 1.3 '
@@ -324,9 +383,9 @@ def test_report_shows_the_driver_stack():
             'nv_mem 1.3 | driver restart or reboot pending; netns shared after reboot |') in text
     assert ('| n3 | 5.15.0-105-generic | mlnx_iso 24.01-0.3.3.1; missing modules: mlx5_ib | shared / shared '
             '| GPU Operator | OFED has no modules for this kernel |') in text
-    assert 'Pending: OFED driver waits for a restart or reboot on n2.' in text
+    assert 'Pending: RDMA driver restart (openibd restart) pending on n2.' in text
+    assert 'Pending: RDMA netns mode switch (rdma system set netns) pending on n2.' in text
     assert 'Pending: OFED needs a rebuild for the running kernel on n3.' in text
-    assert 'Pending: RDMA netns mode waits for a reboot on n2.' in text
 
 
 def test_report_of_an_inbox_host_in_a_container():
@@ -340,23 +399,24 @@ def test_report_of_an_inbox_host_in_a_container():
     assert rdma_report_markdown(report) == rdma_report_markdown(json.loads(render_json(report)))
 
 
-# ------------------------------------------------------------------ cluster
+# ------------------------------------------------------------------ cluster (the controller's ledger)
 
 def test_report_shows_the_cluster_stage():
-    discovery = check([], [])
-    discovery.update({'host': 'v1', 'source': 'sysfs', 'devices': []})
     resources = [{'group': 'ib_v100', 'hosts': ['v1', 'v2'], 'resource': 'rdma/rdma_v100',
                   'if_names': ['ibp94s0f0', 'ibp94s0f1'], 'link_types': ['infiniband']}]
     rendered = {'mode': 'render', 'release': 'v26.4.1', 'manifest_dir': '/x/rdma-manifests', 'resources': resources}
-    text = rdma_report_markdown(rdma_fleet_report([discovery], ['v1'], cluster=rendered))
+    text = rdma_report_markdown(rdma_fleet_report([_discovery('v1')], ['v1'], {
+        'localhost': ledger(network_operator={'changed': True, 'detail': rendered})}))
     assert 'NVIDIA Network Operator v26.4.1: helm values and objects rendered to /x/rdma-manifests.' in text
     assert '| rdma/rdma_v100 | ib_v100 | 2 | ibp94s0f0, ibp94s0f1 | infiniband |' in text
+    assert '| controller | network_operator | changed | yes | - | - |' in text
     applied = dict(rendered, mode='apply', manifest_dir=None, nodes=[
         {'node': 'v1', 'group': 'ib_v100', 'resource': 'rdma/rdma_v100', 'mofed_wait': 'false', 'allocatable': '63',
          'ok': True, 'problem': None},
         {'node': 'v2', 'group': 'ib_v100', 'resource': 'rdma/rdma_v100', 'mofed_wait': 'true', 'allocatable': None,
          'ok': False, 'problem': 'mofed.wait=true'}])
-    report = rdma_fleet_report([discovery], ['v1'], cluster=applied)
+    report = rdma_fleet_report([_discovery('v1')], ['v1'], {
+        'localhost': ledger(network_operator={'detail': applied, 'problems': ['mofed.wait=true']})})
     assert report['summary']['cluster_problem_nodes'] == ['v2']
     text = rdma_report_markdown(report)
     assert '| v1 | ib_v100 | rdma/rdma_v100 | false | 63 | ok |' in text
@@ -365,13 +425,11 @@ def test_report_shows_the_cluster_stage():
 
 
 def test_report_shows_spiderpool_next_to_the_network_operator():
-    discovery = check([], [])
-    discovery.update({'host': 'r1', 'source': 'sysfs', 'devices': []})
     resources = [{'group': 'roce_a100', 'hosts': ['r1'], 'resource': 'spidernet.io/shared_cx5_gpu1', 'gpu': 1,
                   'if_names': ['enp11s0f0np0'], 'link_types': ['Ethernet'], 'pool': 'gpu1-net11',
                   'subnet': '172.16.0.0/16', 'network': 'spiderpool/gpu1-macvlan'}]
     rendered = {'mode': 'render', 'release': '1.2.2', 'manifest_dir': '/x/spiderpool', 'resources': resources}
-    report = rdma_fleet_report([discovery], ['r1'], spiderpool=rendered)
+    report = rdma_fleet_report([_discovery('r1')], ['r1'], {'localhost': ledger(spiderpool={'detail': rendered})})
     assert report['cluster'] is None and report['spiderpool']['resources'][0]['gpu'] == 1
     assert 'pool' not in report['spiderpool']['resources'][0]
     text = rdma_report_markdown(report)
@@ -382,7 +440,7 @@ def test_report_shows_spiderpool_next_to_the_network_operator():
     applied = dict(rendered, mode='apply', manifest_dir=None, nodes=[
         {'node': 'r1', 'group': 'roce_a100', 'resource': 'spidernet.io/shared_cx5_gpu1', 'mofed_wait': None,
          'allocatable': None, 'ok': False, 'problem': 'no spidernet.io/shared_cx5_gpu1 in allocatable'}])
-    report = rdma_fleet_report([discovery], ['r1'], spiderpool=applied)
+    report = rdma_fleet_report([_discovery('r1')], ['r1'], {'localhost': ledger(spiderpool={'detail': applied})})
     assert report['summary']['cluster_problem_nodes'] == ['r1']
     assert '| r1 | roce_a100 | spidernet.io/shared_cx5_gpu1 | - | - | no spidernet.io/shared_cx5_gpu1 in allocatable |' \
         in rdma_report_markdown(report)
@@ -390,24 +448,24 @@ def test_report_shows_spiderpool_next_to_the_network_operator():
 
 def test_report_shows_the_line_rate_of_every_test(recorded):
     from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_line_rate, rdma_pod_result
-    discovery = check([], [])
-    discovery.update({'host': 'v1', 'source': 'sysfs', 'devices': []})
     loopback = dict(rdma_line_rate(recorded('seed003-v100-ib-write-bw-loopback.txt'), 100, 90),
                     kind='loopback', host='v1', device='mlx5_1', port=1, netdev='ibp94s0f1')
     pair = dict(rdma_line_rate(recorded('seed003-a100-ib-write-bw-loopback.txt'), 200, 95),
                 kind='pair', host='a2', server='a1', device='mlx5_1', port=1, netdev='ibp141s0')
     pod = dict(rdma_pod_result('ulimit -l: 64\n' + recorded('seed003-mr-failure.txt'), 100, 90),
                kind='pod', host='ib_v100', device='mlx5_0', port=1, netdev=None)
-    report = rdma_fleet_report([discovery], ['v1'], validation=[{'host': 'v1', 'tests': [loopback]},
-                                                                {'host': 'a2', 'tests': [pair]}],
-                               pod_validation=[pod])
+    ledgers = {'v1': ledger(validation={'detail': {'host': 'v1', 'tests': [loopback]}}),
+               'a2': ledger(validation={'detail': {'host': 'a2', 'tests': [pair]}, 'failed': True}),
+               'localhost': ledger(pod_validation={'detail': {'results': [pod]}, 'failed': True})}
+    report = rdma_fleet_report([_discovery('v1'), _discovery('a2')], ['v1', 'a2'], ledgers)
     assert report['summary']['validation_failed'] == ['a2 mlx5_1', 'ib_v100 mlx5_0']
+    assert report['summary']['validation_failed_hosts'] == ['a2', 'ib_v100']
     text = rdma_report_markdown(report)
     assert '| v1 | loopback | mlx5_1 | 1 | ibp94s0f1 | 94.71 | 100 Gb/s | 94.7 % | - | ok |' in text
     assert '| a2 | pair from a1 | mlx5_1 | 1 | ibp141s0 | 183.61 | 200 Gb/s | 91.8 % | - | 183.61 Gb/s is 91.8 %' in text
     assert '| ib_v100 | pod | mlx5_0 | 1 | - | - | 100 Gb/s | - | 64 | ulimit -l is 64 KiB (the kernel default)' in text
     assert 'Pending: bandwidth below the line rate threshold on a2 mlx5_1, ib_v100 mlx5_0.' in text
-    assert '## Validation' not in rdma_report_markdown(rdma_fleet_report([discovery], ['v1']))
+    assert '## Validation' not in rdma_report_markdown(rdma_fleet_report([_discovery('v1')], ['v1']))
 
 
 def test_check_hosts_in_one_call(tmp_path, hardware):
@@ -415,30 +473,21 @@ def test_check_hosts_in_one_call(tmp_path, hardware):
     from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
     ports, devices = SysfsReader(hardware('v100', tmp_path / 'v100')).read()
     hostvars = {
-        'v1': {'rdma_discovery_facts': {'source': 'sysfs'}, 'group_names': ['ib_v100'],
+        'v1': {'rdma_discovery_facts': {'source': 'sysfs'}, 'group_names': ['gpu', 'ib_v100'],
                'ansible_facts': {'rdma_ports': ports, 'rdma_devices': devices}},
         'v2': {'rdma_discovery_facts': {'source': 'sysfs'}, 'group_names': ['ib_v100'],
                'rdma_discovery_expected_ports': {'min_active_ports': 3},
                'ansible_facts': {'rdma_ports': ports, 'rdma_devices': devices}},
+        'c1': {'rdma_discovery_facts': {'source': 'sysfs'}, 'group_names': ['cpu'],
+               'ansible_facts': {'rdma_ports': ports, 'rdma_devices': devices}},
         'gone': {'group_names': ['ib_v100']},
         'broken': {'rdma_discovery_facts': {'failed': True}, 'group_names': []},
     }
-    expectations = {'ib_v100': {'link_layer': 'InfiniBand', 'min_active_ports': 2, 'min_rate_gbps': 100}}
-    results = rdma_check_hosts(['v1', 'v2', 'gone', 'broken', 'unknown'], hostvars, expectations)
+    fabrics = {'ib_v100': {'hosts': ['v1', 'v2', 'gone'], 'expected_ports': {
+        'link_layer': 'InfiniBand', 'min_active_ports': 2, 'min_rate_gbps': 100, 'devices': []}}}
+    results = rdma_check_hosts(['v1', 'v2', 'c1', 'gone', 'broken', 'unknown'], hostvars, fabrics)
     assert [(r['host'], r['group'], r['verdict'], r['source']) for r in results] == [
-        ('v1', 'ib_v100', 'pass', 'sysfs'), ('v2', 'ib_v100', 'fail', 'sysfs')]
+        ('v1', 'ib_v100', 'pass', 'sysfs'), ('v2', 'ib_v100', 'fail', 'sysfs'), ('c1', 'cpu', 'unchecked', 'sysfs')]
     assert results[0]['devices'] == devices
-    report = rdma_fleet_report(results, ['v1', 'v2', 'gone', 'broken'])
+    report = rdma_fleet_report(results, ['v1', 'v2', 'c1', 'gone', 'broken'])
     assert report['summary']['failed_hosts'] == ['broken', 'gone', 'v2']
-
-
-def test_stage_records_in_one_pass():
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import rdma_stage_records
-    hostvars = {'a': {'nic_firmware_result': {'host': 'a'}, 'network_operator_result': {'mode': 'render'},
-                      'rdma_validate_result': {'host': 'a', 'tests': []}},
-                'b': {'nic_firmware_result': {'host': 'b'}, 'network_operator_result': {'mode': 'ignored'}}}
-    records = rdma_stage_records(['a', 'b', 'missing'], hostvars)
-    assert records['firmware'] == [{'host': 'a'}, {'host': 'b'}]
-    assert records['cluster'] == {'mode': 'render'} and records['spiderpool'] is None
-    assert records['validation'] == [{'host': 'a', 'tests': []}] and records['ofed'] == []
-    assert records['pod_validation'] is None

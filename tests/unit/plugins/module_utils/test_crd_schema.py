@@ -2,16 +2,23 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Validation against CRD schemas: a small inline CRD, and the upstream CRDs when GPUNET_CRDS_DIR is set."""
+"""Validation against CRD schemas: a small inline CRD, malformed CRDs and objects, any data, and the upstream CRDs."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import (
+    CrdError,
+    apply_defaults,
     crd_index,
+    prune,
+    schema_findings,
     unknown_fields,
     validate_object,
 )
@@ -85,3 +92,133 @@ def test_upstream_release_differences(crd_release):
     assert validate_object(policy, crd_release('network-operator-v26.4.1')) == []
     assert validate_object(policy, crd_release('network-operator-v25.1.0')) == [
         'spec.deploymentTolerations: field not declared by the NicClusterPolicy CRD (the API server would prune it)']
+
+
+# ------------------------------------------------------------------ malformed CRDs: CrdError naming the part
+
+def _broken(**changes):
+    document = copy.deepcopy(WIDGET)
+    document['metadata'] = {'name': 'widgets.example.com'}
+    for path, value in changes.items():
+        node = document
+        parts = path.split('__')
+        for part in parts[:-1]:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        node[parts[-1]] = value
+    return document
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'spec': ['not', 'a', 'mapping']}, 'spec is an array, not an object'),
+    ({'spec__group': None}, 'spec.group is missing'),
+    ({'spec__names': 'Widget'}, 'spec.names is a string, not an object'),
+    ({'spec__versions': {'name': 'v1'}}, 'spec.versions is an object, not an array'),
+    ({'spec__versions': ['v1']}, 'spec.versions[0] is a string, not an object'),
+    ({'spec__versions__0__schema': None}, 'spec.versions[0].schema is missing'),
+    ({'spec__versions__0__schema__openAPIV3Schema': []}, 'spec.versions[0].schema.openAPIV3Schema is an array, not '
+                                                         'an object'),
+    ({'spec__versions__0__served': 'yes'}, 'spec.versions[0].served is a string, not a boolean'),
+    ({'spec__scope': 'Galaxy'}, "spec.scope is 'Galaxy'; it is Namespaced or Cluster"),
+    ({'spec__versions__0__schema__openAPIV3Schema__properties': ['spec']},
+     'openAPIV3Schema.properties is not a valid schema'),
+    ({'spec__versions__0__schema__openAPIV3Schema__type': 5}, 'openAPIV3Schema.type is not a valid schema'),
+])
+def test_malformed_crds_are_named(changes, message):
+    with pytest.raises(CrdError) as info:
+        crd_index([_broken(**changes)], 'crds/widget.yaml')
+    assert str(info.value).startswith('CustomResourceDefinition widgets.example.com (document 1 of crds/widget.yaml): ')
+    assert message in str(info.value), str(info.value)
+
+
+def test_other_documents_are_skipped():
+    assert crd_index([None, 'text', 3, ['list'], {'kind': 'ConfigMap'}, {'kind': ['CustomResourceDefinition']}]) == {}
+
+
+def test_objects_of_every_wrong_shape_give_problems():
+    assert validate_object(['a'], INDEX)[0].startswith('not a mapping but an array: a Kubernetes object is a mapping')
+    assert validate_object({'kind': 'Widget'}, INDEX) == ['apiVersion: missing; every Kubernetes object has one']
+    assert validate_object({'apiVersion': 5, 'kind': ['Widget']}, INDEX) == [
+        'apiVersion: an integer, not a string', 'kind: an array, not a string']
+    assert validate_object(dict(widget(size=1), metadata='w'), INDEX)[0] == (
+        'metadata: a string, not a mapping; every Kubernetes object has a metadata mapping with its name')
+    assert "spec.labels: ['a'] is not of type 'object'" in validate_object(widget(size=1, labels=['a']), INDEX)
+    assert validate_object(dict(widget(size=1), metadata={'name': 'w', 'nmae': 'x'}), INDEX) == [
+        'metadata.nmae: field not declared by the Widget CRD (the API server would prune it)']
+
+
+def test_findings_are_worded_as_the_api_server_does():
+    findings = schema_findings(widget(labels={'a': 1}, items=[{'name': 2}]), INDEX[('example.com/v1', 'Widget')])
+    assert [(f['field'], f['reason'], f['message']) for f in findings] == [
+        ('spec.size', 'FieldValueRequired', 'Required value'),
+        ('spec.items[0].name', 'FieldValueTypeInvalid',
+         'Invalid value: "integer": spec.items[0].name in body must be of type string: "integer"'),
+        ('spec.labels.a', 'FieldValueTypeInvalid',
+         'Invalid value: "integer": spec.labels.a in body must be of type string: "integer"')]
+
+
+def test_prune_and_defaults():
+    schema = {'type': 'object', 'properties': {
+        'metadata': {'type': 'object'},
+        'spec': {'type': 'object', 'properties': {
+            'mode': {'type': 'string', 'default': 'shared'},
+            'empty': {'type': 'object'},
+            'free': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True,
+                     'properties': {'known': {'type': 'object', 'properties': {'a': {'type': 'string'}}}}},
+            'list': {'type': 'array', 'items': {'type': 'object', 'properties': {
+                'n': {'type': 'integer', 'default': 1}}}}}}}}
+    obj = {'metadata': {'name': 'x', 'bogus': 1},
+           'spec': {'empty': {'gone': 1}, 'free': {'kept': 1, 'known': {'a': 'b', 'pruned': 2}},
+                    'list': [{}, {'z': 1}]}}
+    pruned, removed = prune(obj, schema)
+    assert removed == ['metadata.bogus', 'spec.empty.gone', 'spec.free.known.pruned', 'spec.list[1].z']
+    assert pruned == {'metadata': {'name': 'x'}, 'spec': {'empty': {}, 'free': {'kept': 1, 'known': {'a': 'b'}},
+                                                          'list': [{}, {}]}}
+    assert apply_defaults(pruned, schema)['spec'] == {'mode': 'shared', 'empty': {}, 'free': {
+        'kept': 1, 'known': {'a': 'b'}}, 'list': [{'n': 1}, {'n': 1}]}
+    assert obj['spec']['empty'] == {'gone': 1}  # the input is left alone
+
+
+# ------------------------------------------------------------------ any JSON-like data: a result or CrdError
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.sampled_from(['apiVersion', 'kind', 'metadata', 'spec', 'name', 'size', 'labels', 'free', 'items',
+                         'properties', 'type', 'items', 'additionalProperties', 'required', 'default', 'x']) |
+        st.text(max_size=6), children, max_size=5),
+    max_leaves=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=JSON)
+def test_walks_take_any_object(value):
+    schema = INDEX[('example.com/v1', 'Widget')]
+    found = unknown_fields(value, schema)
+    assert isinstance(found, list) and all(isinstance(item, str) for item in found)
+    pruned, removed = prune(value, schema)
+    assert removed == found
+    assert unknown_fields(pruned, schema) == []
+    apply_defaults(value, schema)
+    problems = validate_object(value, INDEX)
+    assert isinstance(problems, list) and all(isinstance(item, str) for item in problems)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=JSON, schema=JSON)
+def test_walks_take_any_schema(value, schema):
+    for function in (unknown_fields, lambda v, s: prune(v, s)[1], apply_defaults):
+        try:
+            function(value, schema)
+        except CrdError as exc:
+            assert str(exc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents=st.lists(JSON | st.builds(_broken, spec__versions=JSON) | st.builds(_broken, spec=JSON), max_size=3))
+def test_crd_index_takes_any_document(documents):
+    try:
+        index = crd_index(documents, 'generated')
+    except CrdError as exc:
+        assert str(exc).startswith('CustomResourceDefinition')
+        return
+    assert all(isinstance(key, tuple) and isinstance(schema, dict) for key, schema in index.items())

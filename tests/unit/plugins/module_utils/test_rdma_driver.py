@@ -9,8 +9,13 @@ import os
 
 import pytest
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
     DriverError,
+    check_kernel_release,
+    check_module_names,
     explain_modprobe_failure,
     kernel_mismatch_message,
     kernel_modules,
@@ -24,7 +29,11 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
     parse_modules_dep,
     parse_ofed_info,
     parse_rdma_system,
+    persisted_option,
+    read_modules_dep,
 )
+
+PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'driver')
 
@@ -38,14 +47,44 @@ def fixture(name):
     ('MLNX_OFED_LINUX-23.10-1.1.9.0:\n', 'MLNX_OFED_LINUX', '23.10-1.1.9.0'),
     ('OFED-internal-24.07-0.3.5.0.110:\n', 'OFED-internal', '24.07-0.3.5.0.110'),
     ('\nMLNX_OFED_LINUX-4.9-7.1.0.0:', 'MLNX_OFED_LINUX', '4.9-7.1.0.0'),
+    # ofed_info without -s: the release line, then the components
+    ('MLNX_OFED_LINUX-24.10-2.1.8.0 (OFED-24.10-2.1.8):\n\nclusterkit:\n/sw/release/x.src.rpm\n',
+     'MLNX_OFED_LINUX', '24.10-2.1.8.0'),
+    ('  OFED-internal-25.04-0.6.1.0 (OFED-25.04-0.6.1):  \n', 'OFED-internal', '25.04-0.6.1.0'),
 ])
 def test_ofed_info_releases(text, flavor, version):
     assert parse_ofed_info(text) == {'flavor': flavor, 'version': version}
 
 
-@pytest.mark.parametrize('text', ['', 'ofed_info: command not found', 'rdma-core-44.0'])
-def test_ofed_info_without_release(text):
+@pytest.mark.parametrize('text', ['', '\n  \n'])
+def test_ofed_info_without_output(text):
     assert parse_ofed_info(text) is None
+
+
+@pytest.mark.parametrize('text', ['ofed_info: command not found', 'rdma-core-44.0', '23.10-1.1.9.0:',
+                                  'MLNX_OFED_LINUX-23.10:', '{"version": "23.10"}'])
+def test_ofed_info_of_another_shape_is_quoted(text):
+    with pytest.raises(DriverError) as error:
+        parse_ofed_info(text + '\n')
+    assert repr(text) in str(error.value) and 'names no OFED release' in str(error.value)
+
+
+@pytest.mark.parametrize('kernel', ['5.15.0-91-generic', '6.1.0-18-amd64', '4.18.0-513.24.1.el8_9.x86_64',
+                                    '6.8.0-1008+rt~jammy'])
+def test_kernel_release_accepted(kernel):
+    assert check_kernel_release(kernel) == kernel
+
+
+@pytest.mark.parametrize('kernel', ['', '..', '../../etc', '5.15 generic', 'a/b'])
+def test_kernel_release_refused(kernel):
+    with pytest.raises(DriverError, match='is not a kernel release'):
+        check_kernel_release(kernel)
+
+
+def test_module_names():
+    assert check_module_names(['nvidia_peermem', 'nv-peer-mem']) == ['nvidia_peermem', 'nv-peer-mem']
+    with pytest.raises(DriverError, match="'gdr drv', '../x' are not a kernel module name"):
+        check_module_names(['gdrdrv', 'gdr drv', '../x'])
 
 
 def test_modules_dep_mofed_is_out_of_tree():
@@ -161,6 +200,11 @@ def test_rdma_system_garbage():
         parse_rdma_system('Failed to open NETLINK_RDMA socket')
 
 
+def test_rdma_system_of_iproute2_6():
+    assert parse_rdma_system('netns shared privileged-qkey off monitor off copy-on-fork on\n') == {
+        'netns': 'shared', 'copy_on_fork': True}
+
+
 def test_modprobe_option_last_wins_and_comments():
     text = ('# options ib_core netns_mode=1\n'
             'options ib_core netns_mode=1\n'
@@ -170,6 +214,129 @@ def test_modprobe_option_last_wins_and_comments():
     assert parse_modprobe_option(text, 'ib_core', 'missing') is None
     assert netns_mode_from_option('0') == 'exclusive' and netns_mode_from_option('1') == 'shared'
     assert netns_mode_from_option('2') is None
+
+
+def test_modprobe_option_continuation_quotes_and_dashes():
+    text = 'options ib_core \\\n    netns_mode="0"\noptions ib-core netns-mode=1 other=2\n'
+    assert parse_modprobe_option(text, 'ib_core', 'netns_mode') == '1'
+    assert parse_modprobe_option('options ib_core \\\n netns_mode="0"\n', 'ib_core', 'netns_mode') == '"0"'
+    assert netns_mode_from_option('"0"') == 'exclusive'
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data)
+
+
+def test_persisted_option_reads_as_libkmod_does(tmp_path):
+    """*.conf and *.alias in name order, the last setting wins; dot files and other names do not count."""
+    _write(tmp_path / 'a-rdma.conf', 'options ib_core netns_mode=1\n')
+    _write(tmp_path / 'b-old.alias', 'options ib_core netns_mode=0\n')
+    _write(tmp_path / '.hidden.conf', 'options ib_core netns_mode=1\n')
+    _write(tmp_path / 'z.conf.disabled', 'options ib_core netns_mode=1\n')
+    assert persisted_option(str(tmp_path), 'ib_core', 'netns_mode') == ('0', str(tmp_path / 'b-old.alias'))
+
+
+def test_persisted_option_skips_what_modprobe_skips_with_warnings(tmp_path, monkeypatch):
+    (tmp_path / 'virtualbox-dkms.conf').mkdir()
+    _write(tmp_path / 'locked.conf', 'options ib_core netns_mode=0\n')
+    _write(tmp_path / 'odd.conf', b'# caf\xe9\noptions ib_core netns_mode=1\n')
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        if str(path).endswith('locked.conf'):
+            raise PermissionError(13, 'Permission denied', str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr('builtins.open', fake_open)
+    warnings = []
+    value, found_in = persisted_option(str(tmp_path), 'ib_core', 'netns_mode', warnings.append)
+    assert (value, found_in) == ('1', str(tmp_path / 'odd.conf'))
+    assert len(warnings) == 3
+    assert 'locked.conf cannot be read: permission denied, skipped as modprobe skips it' in warnings[0]
+    assert 'odd.conf is not UTF-8 text (byte 0xe9 at offset 5)' in warnings[1]
+    assert 'virtualbox-dkms.conf is a directory, skipped' in warnings[2]
+    assert 'Directories inside directories are not supported' in warnings[2]
+
+
+def test_persisted_option_directory(tmp_path):
+    assert persisted_option(str(tmp_path / 'missing'), 'ib_core', 'netns_mode') == (None, None)
+    _write(tmp_path / 'file', '')
+    with pytest.raises(DriverError, match='is not a directory; point it at the modprobe configuration directory'):
+        persisted_option(str(tmp_path / 'file'), 'ib_core', 'netns_mode')
+
+
+def test_modules_dep_unreadable_is_an_error_and_odd_bytes_a_warning(tmp_path):
+    (tmp_path / 'k1' / 'modules.dep').mkdir(parents=True)
+    with pytest.raises(DriverError, match=r'k1/modules.dep is a directory, not a file; depmod writes it: run '
+                                          r'`depmod -a k1`'):
+        read_modules_dep(str(tmp_path), 'k1')
+    _write(tmp_path / 'k2' / 'modules.dep', b'updates/dkms/mlx5_core.ko:\nkernel/\xff.ko:\n')
+    warnings = []
+    modules, found = kernel_modules(str(tmp_path), 'k2', ['mlx5_core'], warnings.append)
+    assert found and modules['mlx5_core']['origin'] == 'ofed'
+    assert 'modules.dep is not UTF-8 text (byte 0xff at offset 34)' in warnings[0] and 'depmod -a k2' in warnings[0]
+    warnings = []
+    assert kernels_with_ofed(str(tmp_path), warnings.append) == ['k2']
+    assert any('kernel k1 left out of the OFED kernels' in w for w in warnings)
+
+
+@PROPERTY
+@given(st.text(max_size=300))
+def test_property_ofed_info_any_text(text):
+    try:
+        result = parse_ofed_info(text)
+    except DriverError:
+        return
+    assert result is None or (result['flavor'] and result['version'][0].isdigit())
+
+
+@PROPERTY
+@given(st.binary(max_size=200))
+def test_property_ofed_info_any_bytes_as_the_module_decodes_them(data):
+    try:
+        parse_ofed_info(data.decode('utf-8', 'replace'))
+    except DriverError:
+        pass
+
+
+@PROPERTY
+@given(st.text(max_size=400))
+def test_property_modules_dep_any_text(text):
+    table = parse_modules_dep(text)
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in table.items())
+    assert all(module_origin(path) in ('ofed', 'inbox', 'other') for path in table.values())
+
+
+@PROPERTY
+@given(st.text(max_size=200))
+def test_property_rdma_system_any_text(text):
+    try:
+        result = parse_rdma_system(text)
+    except DriverError:
+        return
+    assert result['netns'] in ('shared', 'exclusive') and result['copy_on_fork'] in (None, True, False)
+
+
+@PROPERTY
+@given(st.text(max_size=300), st.sampled_from(['ib_core', 'ib-core', 'mlx5_core']))
+def test_property_modprobe_option_any_text(text, module):
+    value = parse_modprobe_option(text, module, 'netns_mode')
+    assert value is None or isinstance(value, str)
+    assert netns_mode_from_option(value) in (None, 'shared', 'exclusive')
+
+
+@PROPERTY
+@given(st.binary(max_size=300))
+def test_property_modprobe_dir_file_of_any_bytes(tmp_path_factory, data):
+    directory = tmp_path_factory.mktemp('modprobe.d')
+    (directory / 'rdma.conf').write_bytes(data)
+    warnings = []
+    value, found_in = persisted_option(str(directory), 'ib_core', 'netns_mode', warnings.append)
+    assert value is None or found_in == str(directory / 'rdma.conf')
 
 
 @pytest.mark.parametrize('stderr', [

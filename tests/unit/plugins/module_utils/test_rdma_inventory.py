@@ -5,20 +5,36 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
+    NetworkOperatorError,
+    shared_device_plugin_config,
+)
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import (
+    DEVICE_KEYS,
     PORT_KEYS,
     RdmaParseError,
     SysfsReader,
+    fill_from_sysfs,
+    is_virtual_function,
     normalize_pci_address,
     parse_ibdev2netdev,
     parse_rate,
     parse_rdma_link,
     parse_state,
+    sysfs_root_problem,
+    unknown_link_layer_gap,
 )
+from ansible_collections.gpunet.rdma.plugins.module_utils._spiderpool import SpiderpoolError, resolve_nics
+
+PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _by_device(ports):
@@ -27,20 +43,26 @@ def _by_device(ports):
 
 # ------------------------------------------------------------------ helpers
 
-@pytest.mark.parametrize('text, expected', [
-    ('4: ACTIVE', 'ACTIVE'),
-    ('1: DOWN\n', 'DOWN'),
-    ('5: LinkUp', 'LinkUp'),
-    ('7: Phy Test', 'Phy Test'),
+@pytest.mark.parametrize('text, what, expected', [
+    ('4: ACTIVE', 'state', 'ACTIVE'),
+    ('1: DOWN\n', 'state', 'DOWN'),
+    ('5: ACTIVE_DEFER', 'state', 'ACTIVE_DEFER'),
+    ('7: UNKNOWN', 'state', None),
+    ('5: LinkUp', 'phys_state', 'LinkUp'),
+    ('7: Phy Test', 'phys_state', 'Phy Test'),
+    ('4: PortConfigurationTraining', 'phys_state', 'PortConfigurationTraining'),
+    ('0: <unknown>', 'phys_state', None),
 ])
-def test_parse_state(text, expected):
-    assert parse_state(text) == expected
+def test_parse_state(text, what, expected):
+    assert parse_state(text, what) == expected
 
 
-def test_parse_state_rejects_garbage():
+@pytest.mark.parametrize('text, what', [('ACTIVE', 'state'), ('4: LinkUp', 'state'), ('5: ACTIVE', 'phys_state'),
+                                        ('4: active', 'state')])
+def test_parse_state_rejects_garbage(text, what):
     with pytest.raises(RdmaParseError) as error:
-        parse_state('ACTIVE')
-    assert error.value.line == 'ACTIVE'
+        parse_state(text, what)
+    assert error.value.line == text
 
 
 @pytest.mark.parametrize('text, expected', [
@@ -69,6 +91,18 @@ def test_normalize_pci_address(text, expected):
     assert normalize_pci_address(text) == expected
 
 
+@pytest.mark.parametrize('device, expected', [
+    ({'virtual_function': True, 'hca_type': 'MT4119'}, True),  # sysfs said so: the ID does not overrule it
+    ({'virtual_function': None, 'hca_type': 'MT4116'}, True),  # ConnectX-4 VF, as ibdev2netdev -v prints it
+    ({'virtual_function': None, 'hca_type': 'MT4126'}, True),  # the generic mlx5 VF of ConnectX-6 Dx and later
+    ({'virtual_function': None, 'hca_type': 'MT4123'}, False),
+    ({'virtual_function': None, 'hca_type': None}, None),
+    ({}, None),
+])
+def test_is_virtual_function(device, expected):
+    assert is_virtual_function(device) is expected
+
+
 # ------------------------------------------------------------------ sysfs
 
 def test_sysfs_a100_node(tmp_path, hardware):
@@ -80,7 +114,7 @@ def test_sysfs_a100_node(tmp_path, hardware):
     assert by[('mlx5_0', 1)] == {
         'device': 'mlx5_0', 'port': 1, 'netdev': 'enp12s0np0', 'netdev_state': 'Down', 'state': 'DOWN',
         'physical_state': 'Disabled', 'link_layer': 'Ethernet', 'rate_gbps': 10, 'rate': '10 Gb/sec (4X SDR)',
-        'lid': 0, 'sm_lid': 0, 'pci_address': '0000:0c:00.0'}
+        'lid': 0, 'sm_lid': 0, 'pci_address': '0000:0c:00.0', 'source': 'sysfs', 'unknown': []}
     assert by[('mlx5_1', 1)]['state'] == 'ACTIVE'
     assert by[('mlx5_1', 1)]['rate_gbps'] == 200
     assert by[('mlx5_1', 1)]['netdev'] == 'ibp141s0'
@@ -90,7 +124,10 @@ def test_sysfs_a100_node(tmp_path, hardware):
     assert by[('mlx5_bond_0', 1)]['link_layer'] == 'Ethernet'
     assert by[('mlx5_bond_0', 1)]['pci_address'] == '0000:3b:00.0'
     assert devices[2] == {'device': 'mlx5_bond_0', 'pci_address': '0000:3b:00.0', 'node_guid': '0c42:a103:005e:30d0',
-                          'fw_ver': '14.32.1010', 'hca_type': 'MT4117', 'board_id': 'MT_2420110034', 'ports': [1]}
+                          'node_desc': 'lab mlx5_bond_0', 'fw_ver': '14.32.1010', 'hca_type': 'MT4117',
+                          'board_id': 'MT_2420110034', 'virtual_function': False, 'physical_function': None,
+                          'physical_function_device': None, 'sriov_numvfs': None, 'sriov_totalvfs': None,
+                          'ports': [1]}
 
 
 def test_sysfs_v100_node(tmp_path, hardware):
@@ -100,10 +137,30 @@ def test_sysfs_v100_node(tmp_path, hardware):
     assert [d['pci_address'] for d in devices] == ['0000:5e:00.0', '0000:5e:00.1']
 
 
-def test_every_port_has_every_key(tmp_path, hardware):
-    ports, _devices = SysfsReader(hardware('a100', tmp_path / 'sys')).read()
+def test_sysfs_sr_iov_virtual_functions_of_the_roce_node(tmp_path, hardware):
+    """The lab's RoCE node: mlx5_0 has two VFs laid out as the kernel shows them (physfn, virtfnN, sriov_numvfs)."""
+    ports, devices = SysfsReader(hardware('roce_a100', tmp_path / 'sys')).read()
+    by = dict((d['device'], d) for d in devices)
+    assert [name for name, d in by.items() if d['virtual_function']] == ['mlx5_8', 'mlx5_9']
+    assert by['mlx5_0']['virtual_function'] is False
+    assert (by['mlx5_0']['sriov_numvfs'], by['mlx5_0']['sriov_totalvfs']) == (2, 8)
+    assert by['mlx5_1']['sriov_numvfs'] is None  # no SR-IOV on that function
+    for name, pci in (('mlx5_8', '0000:0b:00.2'), ('mlx5_9', '0000:0b:00.3')):
+        assert by[name]['pci_address'] == pci
+        assert by[name]['physical_function'] == '0000:0b:00.0'
+        assert by[name]['physical_function_device'] == 'mlx5_0'
+        assert by[name]['hca_type'] == 'MT4120'
+    vf_ports = _by_device(ports)
+    assert (vf_ports[('mlx5_8', 1)]['netdev'], vf_ports[('mlx5_8', 1)]['netdev_state']) == ('enp11s0f0v0', 'Up')
+    assert (vf_ports[('mlx5_9', 1)]['netdev'], vf_ports[('mlx5_9', 1)]['netdev_state']) == ('enp11s0f0v1', 'Down')
+
+
+def test_every_port_and_device_has_every_key(tmp_path, hardware):
+    ports, devices = SysfsReader(hardware('roce_a100', tmp_path / 'sys')).read()
     for port in ports:
         assert tuple(sorted(port)) == tuple(sorted(PORT_KEYS))
+    for device in devices:
+        assert tuple(sorted(device)) == tuple(sorted(DEVICE_KEYS))
 
 
 def _device(name, pci, ports, netdevs, **extra):
@@ -160,13 +217,13 @@ def test_sysfs_port_without_netdev(tmp_path, hardware):
 
 
 def test_sysfs_device_without_pci_parent(tmp_path, hardware):
-    """A software device (no `device` link) has no PCI address: null, not invented."""
+    """A software device (no `device` link) has no PCI address and no VF state: null, not invented."""
     root = hardware({'devices': [_device('mlx5_0', '0000:04:00.0', [_ib_port(1)], [])]}, tmp_path / 'sys')
     os.unlink(os.path.join(root, 'devices', 'pci0000:00', '0000:00:02.0', '0000:04:00.0', 'infiniband', 'mlx5_0',
                            'device'))
     ports, devices = SysfsReader(root).read()
     assert ports[0]['pci_address'] is None
-    assert devices[0]['pci_address'] is None
+    assert devices[0]['pci_address'] is None and devices[0]['virtual_function'] is None
 
 
 def test_sysfs_natural_device_order(tmp_path, hardware):
@@ -198,18 +255,105 @@ def test_sysfs_malformed_state_quotes_content(tmp_path, hardware):
     assert error.value.line == 'garbled'
 
 
+def test_sysfs_non_utf8_kernel_value_is_refused_naming_the_file(tmp_path, hardware):
+    root = hardware('v100', tmp_path / 'sys')
+    path = os.path.join(root, 'class', 'infiniband', 'mlx5_0', 'ports', '1', 'link_layer')
+    with open(path, 'wb') as handle:
+        handle.write(b'Infini\xffBand\n')
+    with pytest.raises(RdmaParseError, match=r'link_layer is not UTF-8 text \(byte 0xff at offset 6\)'):
+        SysfsReader(root).read()
+
+
+def test_sysfs_odd_bytes_in_free_text_become_replacement_characters(tmp_path, hardware):
+    """board_id and node_desc come from firmware / the fabric: an odd byte there is shown, not fatal."""
+    root = hardware('v100', tmp_path / 'sys')
+    device_dir = os.path.join(root, 'class', 'infiniband', 'mlx5_0')
+    with open(os.path.join(device_dir, 'board_id'), 'wb') as handle:
+        handle.write(b'MT_\xe9000000008\n')
+    with open(os.path.join(device_dir, 'node_desc'), 'wb') as handle:
+        handle.write(b'gpu-\xff01 mlx5_0\n')
+    _ports, devices = SysfsReader(root).read()
+    assert devices[0]['board_id'] == 'MT_\ufffd000000008'
+    assert devices[0]['node_desc'] == 'gpu-\ufffd01 mlx5_0'
+
+
+def test_sysfs_gid_netdev_that_is_no_interface_name_is_refused(tmp_path, hardware):
+    root = hardware('a100', tmp_path / 'sys')
+    with open(os.path.join(root, 'class', 'infiniband', 'mlx5_bond_0', 'ports', '1', 'gid_attrs', 'ndevs', '0'),
+              'w') as handle:
+        handle.write('../../etc\n')
+    with pytest.raises(RdmaParseError, match='not a network interface name'):
+        SysfsReader(root).read()
+
+
+@pytest.mark.parametrize('layout, expected', [
+    ('missing', 'does not exist'),
+    ('file', 'is not a directory'),
+    ('empty', 'is not a sysfs mount: it has none of class/, devices/, bus/, module/, kernel/'),
+    ('class', 'it looks like a directory inside one'),
+    ('ok', None),
+])
+def test_sysfs_root_problem(tmp_path, hardware, layout, expected):
+    root = str(tmp_path / 'root')
+    if layout == 'file':
+        (tmp_path / 'root').write_text('')
+    elif layout == 'empty':
+        os.mkdir(root)
+    elif layout == 'class':
+        hardware('v100', root)
+        root = os.path.join(root, 'class')
+    elif layout == 'ok':
+        hardware('v100', root)
+    problem = sysfs_root_problem(root)
+    if expected is None:
+        assert problem is None
+    else:
+        assert expected in problem and root in problem
+
+
+ATTRIBUTES = [('ports/1/state', 'port'), ('ports/1/phys_state', 'port'), ('ports/1/rate', 'port'),
+              ('ports/1/link_layer', 'port'), ('ports/1/lid', 'port'), ('ports/1/sm_lid', 'port'),
+              ('node_guid', 'device'), ('fw_ver', 'device'), ('board_id', 'device'), ('hca_type', 'device'),
+              ('node_desc', 'device'), ('device/sriov_numvfs', 'device'), ('device/net/ibp94s0f0/dev_port', 'net'),
+              ('device/net/ibp94s0f0/carrier', 'net')]
+
+
+@PROPERTY
+@given(attribute=st.sampled_from(ATTRIBUTES),
+       content=st.one_of(st.binary(max_size=80), st.text(max_size=80).map(lambda t: t.encode())))
+def test_property_sysfs_reader_over_any_attribute_content(tmp_path_factory, hardware, attribute, content):
+    """Whatever an attribute holds, the reader returns facts or its own error - never anything else."""
+    root = hardware('v100', tmp_path_factory.mktemp('sys'))
+    path = os.path.join(root, 'class', 'infiniband', 'mlx5_0', attribute[0])
+    with open(path, 'wb') as handle:
+        handle.write(content)
+    try:
+        ports, devices = SysfsReader(root).read()
+    except RdmaParseError as exc:
+        assert str(exc)
+        return
+    assert [p['device'] for p in ports] == ['mlx5_0', 'mlx5_1']
+    json.dumps(ports), json.dumps(devices)  # facts must serialise (no surrogates, no bytes)
+    for port in ports:
+        assert port['state'] in (None, 'NOP', 'DOWN', 'INIT', 'ARMED', 'ACTIVE', 'ACTIVE_DEFER')
+        assert port['link_layer'] in (None, 'InfiniBand', 'Ethernet')
+        assert port['rate_gbps'] is None or isinstance(port['rate_gbps'], (int, float))
+
+
 # ------------------------------------------------------------ ibdev2netdev
 
 def test_ibdev2netdev_seed003_v100(recorded):
     ports, devices = parse_ibdev2netdev(recorded('seed003-v100-ibdev2netdev.txt'))
     assert [(p['device'], p['port'], p['netdev'], p['netdev_state']) for p in ports] == [
         ('mlx5_0', 1, 'ibxxxxxx0', 'Up'), ('mlx5_1', 1, 'ibxxxxxx1', 'Up')]
-    # The plain form says nothing about port state, link layer, rate or PCI address.
+    # The plain form says nothing about port state, link layer, rate or PCI address, and says so.
     for port in ports:
         assert port['state'] is None and port['link_layer'] is None and port['rate_gbps'] is None
         assert port['pci_address'] is None
+        assert port['source'] == 'ibdev2netdev'
+        assert port['unknown'] == ['state', 'physical_state', 'link_layer', 'rate_gbps']
     assert [d['device'] for d in devices] == ['mlx5_0', 'mlx5_1']
-    assert devices[0]['fw_ver'] is None
+    assert devices[0]['fw_ver'] is None and devices[0]['virtual_function'] is None
 
 
 def test_ibdev2netdev_seed003_a100(recorded):
@@ -225,8 +369,24 @@ def test_ibdev2netdev_verbose(recorded):
     assert by[('mlx5_1', 1)]['state'] == 'DOWN'  # padded "(DOWN  )"
     assert by[('mlx5_1', 1)]['netdev_state'] == 'Down'
     assert by[('mlx5_bond_0', 1)]['pci_address'] == '0000:3b:00.0'
-    assert devices[0] == {'device': 'mlx5_0', 'pci_address': '0000:5e:00.0', 'node_guid': None,
-                          'fw_ver': '16.35.2000', 'hca_type': 'MT4119', 'board_id': None, 'ports': [1]}
+    assert by[('mlx5_0', 1)]['unknown'] == ['physical_state', 'link_layer', 'rate_gbps']
+    assert devices[0] == {'device': 'mlx5_0', 'pci_address': '0000:5e:00.0', 'node_guid': None, 'node_desc': None,
+                          'fw_ver': '16.35.2000', 'hca_type': 'MT4119', 'board_id': None,
+                          'virtual_function': False, 'physical_function': None, 'physical_function_device': None,
+                          'sriov_numvfs': None, 'sriov_totalvfs': None, 'ports': [1]}
+
+
+def test_ibdev2netdev_verbose_without_pci_address():
+    """The script prints an empty PCI field when it cannot tell the function (several RDMA devices on one)."""
+    ports, devices = parse_ibdev2netdev(
+        ' mlx5_0 (MT4129 - MCX75310AAS-NEAT) ConnectX-7 fw 28.39.1002 port 1 (ACTIVE) ==> ibs192 (Up)\n')
+    assert (ports[0]['device'], ports[0]['pci_address'], ports[0]['state']) == ('mlx5_0', None, 'ACTIVE')
+    assert devices[0]['hca_type'] == 'MT4129' and devices[0]['virtual_function'] is False
+
+
+def test_ibdev2netdev_old_style_without_state():
+    ports, _devices = parse_ibdev2netdev('mlx4_0 port 1 <===> ib0\nmlx4_0 port 2 <===> ib1\n')
+    assert [(p['port'], p['netdev'], p['netdev_state']) for p in ports] == [(1, 'ib0', None), (2, 'ib1', None)]
 
 
 def test_ibdev2netdev_tolerates_spacing():
@@ -235,8 +395,9 @@ def test_ibdev2netdev_tolerates_spacing():
         ('mlx5_0', 1, 'ib0', 'Up')
 
 
-def test_ibdev2netdev_na_state_is_null():
-    ports, _devices = parse_ibdev2netdev('mlx5_0 port 1 ==> ib0 (NA)\n')
+@pytest.mark.parametrize('state', ['NA', '', 'NA/NA'])
+def test_ibdev2netdev_unknown_netdev_state_is_null(state):
+    ports, _devices = parse_ibdev2netdev('mlx5_0 port 1 ==> ib0 (%s)\n' % state)
     assert ports[0]['netdev_state'] is None
 
 
@@ -244,10 +405,60 @@ def test_ibdev2netdev_empty_output():
     assert parse_ibdev2netdev('') == ([], [])
 
 
-def test_ibdev2netdev_malformed_line_is_quoted():
+@pytest.mark.parametrize('text, line', [
+    ('mlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port one ==> ib1 (Up)\n', 'mlx5_1 port one ==> ib1 (Up)'),
+    ('mlx5_0 port 1 ==> ib0 (Up) # CX-7\n', 'mlx5_0 port 1 ==> ib0 (Up) # CX-7'),
+    ('mlx5_0 port 1 ==> ib0 (Sideways)\n', 'mlx5_0 port 1 ==> ib0 (Sideways)'),
+    ('mlx5_0 port 1 ==> ib/0 (Up)\n', 'ib/0'),
+    ('mlx5_0 port 0 ==> ib0 (Up)\n', 'mlx5_0 port 0 ==> ib0 (Up)\n'.rstrip('\n')),
+    ('0000:5e:00.0 mlx5_0 (MT4119 - X) fw 1.2 port 1 (FINE) ==> ib0 (Up)\n',
+     '0000:5e:00.0 mlx5_0 (MT4119 - X) fw 1.2 port 1 (FINE) ==> ib0 (Up)'),
+])
+def test_ibdev2netdev_malformed_line_is_quoted(text, line):
     with pytest.raises(RdmaParseError) as error:
-        parse_ibdev2netdev('mlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port one ==> ib1 (Up)\n')
-    assert error.value.line == 'mlx5_1 port one ==> ib1 (Up)'
+        parse_ibdev2netdev(text)
+    assert error.value.line == line
+
+
+def test_ibdev2netdev_same_port_twice():
+    ports, _devices = parse_ibdev2netdev('mlx5_0 port 1 ==> ib0 (Up)\nmlx5_0 port 1 ==> ib0 (Up)\n')
+    assert len(ports) == 1  # an identical repeat says nothing new
+    with pytest.raises(RdmaParseError, match='mlx4_0 port 1 is listed twice, differently'):
+        parse_ibdev2netdev('mlx4_0 port 1 <===> ib0\nmlx4_0 port 1 <===> ib0.8001\n')
+
+
+@PROPERTY
+@given(st.text(max_size=300))
+def test_property_ibdev2netdev_any_text(text):
+    try:
+        ports, devices = parse_ibdev2netdev(text)
+    except RdmaParseError as exc:
+        assert exc.line is not None
+        return
+    assert all(tuple(sorted(p)) == tuple(sorted(PORT_KEYS)) for p in ports)
+    assert sorted(d['device'] for d in devices) == sorted(set(p['device'] for p in ports))
+
+
+@PROPERTY
+@given(st.binary(max_size=300))
+def test_property_ibdev2netdev_any_bytes_as_the_module_decodes_them(data):
+    try:
+        parse_ibdev2netdev(data.decode('utf-8', 'replace'))
+    except RdmaParseError:
+        pass
+
+
+@PROPERTY
+@given(device=st.from_regex(r'\A[a-z]{1,6}[0-9]{0,2}_[0-9]{1,2}\Z'), port=st.integers(1, 4),
+       netdev=st.from_regex(r'\A[a-z][a-z0-9]{0,14}\Z'), state=st.sampled_from(['Up', 'Down', 'NA', '']),
+       spaces=st.integers(1, 4))
+def test_property_ibdev2netdev_plain_grammar(device, port, netdev, state, spaces):
+    """Every line of the plain grammar parses, whatever the names and the column spacing."""
+    gap = ' ' * spaces
+    line = '%s%sport%s%d%s==>%s%s%s(%s)\n' % (device, gap, gap, port, gap, gap, netdev, gap, state)
+    ports, _devices = parse_ibdev2netdev(line)
+    assert (ports[0]['device'], ports[0]['port'], ports[0]['netdev']) == (device, port, netdev)
+    assert ports[0]['netdev_state'] == (state if state in ('Up', 'Down') else None)
 
 
 # --------------------------------------------------------------- rdma link
@@ -257,6 +468,7 @@ def test_rdma_link_text_seed001_host(recorded):
     assert [(p['device'], p['port'], p['state'], p['physical_state'], p['netdev']) for p in ports] == [
         ('mlx5_0', 1, 'ACTIVE', 'LinkUp', 'ens6f0np0'), ('mlx5_1', 1, 'ACTIVE', 'LinkUp', 'ens6f1np1')]
     assert ports[0]['link_layer'] is None and ports[0]['rate_gbps'] is None
+    assert ports[0]['unknown'] == ['link_layer', 'rate_gbps'] and ports[0]['source'] == 'rdma'
 
 
 def test_rdma_link_text_seed001_pod(recorded):
@@ -281,9 +493,28 @@ def test_rdma_link_json_old_ifname_form(recorded):
         ('mlx5_0', 1, 'ACTIVE', 'LinkUp', 'ens1f0'), ('mlx5_1', 1, 'DOWN', 'Polling', None)]
 
 
-def test_rdma_link_json_wrapped_in_object():
-    ports, _devices = parse_rdma_link('{"link": [{"ifname": "mlx5_0", "port": 1, "state": "ACTIVE"}]}')
-    assert ports[0]['device'] == 'mlx5_0'
+def test_rdma_link_infiniband_port_tells_its_link_layer():
+    """The kernel sends LIDs for InfiniBand ports only: they name the link layer; their absence does not."""
+    ports, _devices = parse_rdma_link(
+        'link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 12 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP\n'
+        'link mlx5_1/1 state ACTIVE physical_state LINK_UP netdev ens1f1\n')
+    assert [(p['link_layer'], p['lid'], p['sm_lid']) for p in ports] == [('InfiniBand', 12, 1), (None, None, None)]
+
+
+def test_rdma_link_iproute2_phys_state_names_map_to_the_kernels():
+    text = ''.join('link mlx5_%d/1 state DOWN physical_state %s\n' % (n, name) for n, name in enumerate(
+        ['SLEEP', 'POLLING', 'DISABLED', 'ARMED', 'LINK_UP', 'LINK_ERROR_RECOVER', 'PHY_TEST', 'NOP']))
+    ports, _devices = parse_rdma_link(text)
+    assert [p['physical_state'] for p in ports] == [
+        'Sleep', 'Polling', 'Disabled', 'PortConfigurationTraining', 'LinkUp', 'LinkErrorRecovery', 'Phy Test', None]
+
+
+def test_rdma_link_details_caps_line_and_oneline():
+    ports, _devices = parse_rdma_link('link mlx5_3/1 state ACTIVE physical_state LINK_UP netdev ens7 netdev_index 7 \n'
+                                      '    caps: <CM, IP_BASED_GIDS>\n'
+                                      'link mlx5_4/1 state DOWN physical_state POLLING netdev ens8 \\    caps: <CM>\n')
+    assert [(p['device'], p['netdev'], p['state']) for p in ports] == [('mlx5_3', 'ens7', 'ACTIVE'),
+                                                                       ('mlx5_4', 'ens8', 'DOWN')]
 
 
 def test_rdma_link_older_text_form():
@@ -295,16 +526,116 @@ def test_rdma_link_empty_json_array():
     assert parse_rdma_link('[]\n') == ([], [])
 
 
-@pytest.mark.parametrize('text, line', [
-    ('[{"ifname": "mlx5_0", "port": 1}', '[{"ifname": "mlx5_0", "port": 1}'),
-    ('link mlx5_0 state ACTIVE\n', 'link mlx5_0 state ACTIVE'),
+@pytest.mark.parametrize('text, message', [
+    ('[{"ifname": "mlx5_0", "port": 1}', 'invalid JSON'),
+    ('{"link": [{"ifname": "mlx5_0", "port": 1}]}', 'printed a JSON dict where a list of links belongs'),
+    ('"mlx5_0"', 'unrecognised rdma link line'),
+    ('[["mlx5_0", 1]]', 'printed a list where a link object belongs'),
+    ('[{"ifname": "mlx5_0"}]', 'without a port number'),
+    ('[{"ifname": "mlx5_0", "port": "1"}]', 'without a port number'),
+    ('[{"ifname": "mlx5_0", "port": true}]', 'without a port number'),
+    ('[{"ifname": 5, "port": 1}]', 'without an "ifname" string'),
+    ('[{"ifname": "mlx5_0", "port": 1, "state": 4}]', 'with a int where the "state" string belongs'),
+    ('[{"ifname": "mlx5_0", "port": 1, "lid": "0x3"}]', 'with a str where the "lid" number belongs'),
+    ('[{"ifname": "mlx5_0", "port": 1, "state": "RUNNING"}]', "unexpected link state 'RUNNING'"),
+    ('[{"ifname": "mlx5_0", "port": 1, "caps": "CM"}]', '"caps" that are not a list of names'),
+    ('[{"ifname": "mlx5_0/2", "port": 1}]', 'odd "ifname" port'),
+    ('link mlx5_0 state ACTIVE\n', 'unrecognised rdma link line'),
+    ('link mlx5_0/1 state\n', 'a name but no value'),
+    ('link mlx5_0/1 state ACTIVE lid x12\n', 'lid'),
+    ('error: Function not implemented\n', 'unrecognised rdma link line'),
 ])
-def test_rdma_link_malformed_is_quoted(text, line):
+def test_rdma_link_of_another_shape_is_a_parse_error(text, message):
     with pytest.raises(RdmaParseError) as error:
         parse_rdma_link(text)
-    assert error.value.line == line
+    assert message in str(error.value)
+    assert error.value.line
 
 
-def test_rdma_link_json_entry_without_port():
-    with pytest.raises(RdmaParseError, match='without a port number'):
-        parse_rdma_link('[{"ifname": "mlx5_0"}]')
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 70000) | st.text(max_size=12) | st.sampled_from(
+        ['mlx5_0', 'mlx5_0/1', 'ACTIVE', 'LINK_UP', 'ib0', 'fe80:0000:0000:0000']),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(
+        st.sampled_from(['ifname', 'port', 'state', 'physical_state', 'netdev', 'lid', 'sm_lid', 'caps', 'x']),
+        children, max_size=5),
+    max_leaves=12)
+
+
+@PROPERTY
+@given(json_values)
+def test_property_rdma_link_any_json(value):
+    """JSON of any shape: links or the parser's own error, never AttributeError / TypeError."""
+    try:
+        ports, _devices = parse_rdma_link(json.dumps(value))
+    except RdmaParseError:
+        return
+    assert all(isinstance(p['port'], int) and p['port'] >= 1 for p in ports)
+
+
+@PROPERTY
+@given(st.text(max_size=300))
+def test_property_rdma_link_any_text(text):
+    try:
+        parse_rdma_link(text)
+    except RdmaParseError:
+        pass
+
+
+@PROPERTY
+@given(st.binary(max_size=300))
+def test_property_rdma_link_any_bytes_as_the_module_decodes_them(data):
+    try:
+        parse_rdma_link(data.decode('utf-8', 'replace'))
+    except RdmaParseError:
+        pass
+
+
+# ------------------------------------------------- sources completed by sysfs
+
+def test_fill_from_sysfs_completes_a_command_source(tmp_path, hardware):
+    """rdma link on the A100 node: link layer, rate, PCI address and the IB port's netdev come from sysfs."""
+    reader = SysfsReader(hardware('a100', tmp_path / 'sys'))
+    ports, devices = parse_rdma_link(
+        'link mlx5_0/1 state DOWN physical_state DISABLED netdev enp12s0np0\n'
+        'link mlx5_1/1 subnet_prefix fe80:0000:0000:0000 lid 3 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP\n'
+        'link mlx5_bond_0/1 state ACTIVE physical_state LINK_UP netdev enp59s0f0np0\n'
+        'link mlx5_9/1 state ACTIVE physical_state LINK_UP netdev ens9\n')
+    assert fill_from_sysfs(ports, devices, reader) == 3
+    by = _by_device(ports)
+    assert by[('mlx5_1', 1)]['netdev'] == 'ibp141s0' and by[('mlx5_1', 1)]['netdev_state'] == 'Up'
+    assert by[('mlx5_1', 1)]['rate_gbps'] == 200 and by[('mlx5_1', 1)]['pci_address'] == '0000:8d:00.0'
+    # What the command printed stays: rdma names the LAG's first PF netdev, sysfs the bond.
+    assert by[('mlx5_bond_0', 1)]['netdev'] == 'enp59s0f0np0'
+    assert by[('mlx5_bond_0', 1)]['netdev_state'] == 'Up'
+    assert by[('mlx5_bond_0', 1)]['link_layer'] == 'Ethernet' and by[('mlx5_bond_0', 1)]['unknown'] == []
+    # A device sysfs does not know (another network namespace) keeps its gaps.
+    assert by[('mlx5_9', 1)]['link_layer'] is None and by[('mlx5_9', 1)]['unknown'] == ['link_layer', 'rate_gbps']
+    assert [d['fw_ver'] for d in devices] == ['20.31.1014', '20.31.1014', None, '14.32.1010']
+
+
+def test_unknown_link_layer_gap_names_source_ports_and_fix():
+    ports, _devices = parse_rdma_link('link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0\n'
+                                      'link mlx5_1/1 state DOWN physical_state DISABLED netdev ens1f1\n')
+    message = unknown_link_layer_gap(ports)
+    assert message.startswith('link layer unknown from source rdma for mlx5_0 port 1 (ens1f0): use source sysfs')
+    assert 'rdma_discovery_sysfs_root' in message and 'mlx5_1' not in message  # a DOWN port is not a gap
+    plain, _devices = parse_ibdev2netdev('mlx5_0 port 1 ==> ib0 (Up)\n')
+    assert unknown_link_layer_gap(plain).startswith('link layer and port state unknown from source ibdev2netdev')
+    assert unknown_link_layer_gap([]) is None
+
+
+def test_network_operator_names_the_gap_instead_of_nothing_discovered():
+    ports, _devices = parse_rdma_link('link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0\n')
+    with pytest.raises(NetworkOperatorError) as error:
+        shared_device_plugin_config([{'resource_name': 'rdma_a100', 'ports': ports}])
+    assert 'resource rdma_a100 selects no device: link layer unknown from source rdma' in str(error.value)
+    assert 'no ACTIVE port with a netdev was discovered' not in str(error.value)
+    with pytest.raises(NetworkOperatorError, match='no ACTIVE port with a netdev was discovered'):
+        shared_device_plugin_config([{'resource_name': 'rdma_a100', 'ports': []}])
+
+
+def test_spiderpool_names_the_gap_for_a_nic_without_link_layer():
+    ports, _devices = parse_rdma_link('link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev enp11s0f0np0\n')
+    with pytest.raises(SpiderpoolError, match=r'GPU 1: NIC enp11s0f0np0 \(mlx5_0\): link layer unknown from source '
+                                              r'rdma'):
+        resolve_nics([{'gpu': 1, 'nic': 'enp11s0f0np0'}], ports)

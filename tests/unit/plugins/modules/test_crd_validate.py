@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import yaml
@@ -86,3 +87,38 @@ def test_builtin_objects_checked_strictly_next_to_custom_ones(capsys):
 def test_unknown_kubernetes_release(capsys):
     code, result = run({'objects': [daemonset()], 'kubernetes_version': '0.1'}, capsys)
     assert code == 1 and 'no schemas for Kubernetes 0.1 in kubernetes-validate' in result['msg']
+
+
+def test_a_release_folder_of_the_repository(upstream_crds, capsys):
+    """The folder holds the chart's values too: files without a CRD are skipped, the five CRDs are read."""
+    code, result = run({'objects': [network(resourceName='hostdev', networkNamespace='default')],
+                        'crd_paths': [os.path.join(upstream_crds, 'network-operator-v26.4.1')]}, capsys)
+    assert code == 0 and result['crd_count'] == 5, result
+
+
+def test_crds_documents_from_the_cluster_with_status(capsys):
+    installed = dict(CRD, metadata={'name': 'hostdevicenetworks.mellanox.com', 'resourceVersion': '7'},
+                     status={'acceptedNames': {'kind': 'HostDeviceNetwork'}, 'storedVersions': ['v1alpha1']})
+    code, result = run({'objects': [network(resourceName='hostdev')], 'crds': [installed]}, capsys)
+    assert code == 0 and result['crd_count'] == 1
+
+
+def test_every_object_of_a_run_is_reported(capsys):
+    code, result = run({'objects': ['text', network(resourceName='hostdev'), {'apiVersion': 'v1'}], 'crds': [CRD]},
+                       capsys)
+    assert code == 1
+    assert [(c['kind'], c['name']) for c in result['checked']] == [('?', '?'), ('HostDeviceNetwork', 'net'),
+                                                                   ('?', '?')]
+    assert result['checked'][0]['problems'][0].startswith('not a mapping but a string')
+    assert result['checked'][1]['problems'] == []
+    assert result['checked'][2]['problems'] == ['kind: missing; every Kubernetes object has one']
+
+
+def test_builtin_problems_are_all_reported(capsys):
+    code, result = run({'objects': [daemonset(securityContext={'capabilitys': {}}, ports=[{'containerPort': 'x'}])]},
+                       capsys)
+    assert code == 1
+    assert result['checked'][0]['problems'] == [
+        "spec.template.spec.containers.0.ports.0.containerPort: 'x' is not of type 'integer'",
+        "spec.template.spec.containers.0.securityContext: Additional properties are not allowed "
+        "('capabilitys' was unexpected)"]

@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import stat
 
 import pytest
 
@@ -169,16 +171,155 @@ def test_failing_set_is_reported(lab, capsys, tmp_path):
 
 def test_missing_tools(lab, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv('PATH', str(tmp_path))
-    monkeypatch.setattr(mlxconfig, '_EXTRA_BIN_DIRS', [])
+    monkeypatch.setattr(mlxconfig, '_EXTRA_BIN_DIRS', [str(tmp_path)])
     code, result = run({'device': 'mlx5_0', 'executable': None}, capsys, lab)
     assert code == 1
-    assert 'Neither mlxconfig (NVIDIA MFT) nor mstconfig (mstflint) was found' in result['msg']
+    assert 'mlxconfig or mstconfig was not found on PATH' in result['msg']
+    assert 'apt install mstflint' in result['msg']
 
 
-@pytest.mark.skipif(shutil.which('mstconfig') is None, reason='mstflint not installed (make apt installs it)')
 def test_real_mstconfig_cannot_open_a_device_that_is_not_there(lab, capsys, tmp_path):
     """mstflint's real mstconfig, on a machine without ConnectX hardware."""
     code, result = run({'device': '0000:0c:00.0', 'executable': shutil.which('mstconfig')}, capsys, lab)
     assert code == 1
     assert '-E- Failed to open the device' in result['msg']
     assert 'is a ConnectX device and its driver is loaded' in result['msg']
+
+
+def fake_tool(tmp_path, name, body):
+    """A script standing in for the tool, for outputs of another shape."""
+    path = tmp_path / name
+    path.write_bytes(b'#!/bin/sh\n' + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_query_lists_the_parameters_of_a_real_card_of_the_generation(lab, capsys):
+    """The double prints a ConnectX-6's parameter list (arrays, mixed case included) in the current MFT layout."""
+    _code, result = run({'device': 'mlx5_0'}, capsys, lab)
+    config = result['config']
+    assert len(config) > 150
+    assert config['EXP_ROM_UEFI_x86_ENABLE'] == {'default': 'True(1)', 'current': 'True(1)', 'next_boot': 'True(1)',
+                                                 'read_only': False}
+    assert config['ESWITCH_HAIRPIN_DESCRIPTORS']['next_boot'] == 'Array[0..7]'
+    assert config['PF_BAR2_SIZE']['read_only'] is True
+    assert result['columns'] == ['Default', 'Current', 'Next Boot']
+
+
+def test_mixed_case_parameter_on_the_connectx4_lx(lab, capsys):
+    _code, result = run({'device': 'mlx5_bond_0', 'params': {'EXP_ROM_UEFI_x86_ENABLE': True}}, capsys, lab)
+    assert result['changes'] == {'EXP_ROM_UEFI_x86_ENABLE': {'before': 'False(0)', 'after': 'True(1)'}}
+    assert [c for c in calls(lab) if 'set' in c] == [['-d', '0000:3b:00.0', '-y', 'set', 'EXP_ROM_UEFI_x86_ENABLE=True']]
+    _code, again = run({'device': 'mlx5_bond_0', 'params': {'EXP_ROM_UEFI_x86_ENABLE': 1}}, capsys, lab)
+    assert again['changed'] is False and again['pending'] == ['EXP_ROM_UEFI_x86_ENABLE']
+
+
+def test_array_elements_are_queried_and_set_by_index(lab, capsys):
+    params = {'ESWITCH_HAIRPIN_DESCRIPTORS[2]': 64}
+    _code, result = run({'device': 'mlx5_1', 'params': params}, capsys, lab)
+    assert result['changes'] == {'ESWITCH_HAIRPIN_DESCRIPTORS[2]': {'before': '0', 'after': '64'}}
+    assert ['-d', '0000:8d:00.0', '-e', 'q', 'ESWITCH_HAIRPIN_DESCRIPTORS[2]'] in calls(lab)
+    assert result['config']['ESWITCH_HAIRPIN_DESCRIPTORS[2]']['next_boot'] == '64'
+    assert result['pending'] == ['ESWITCH_HAIRPIN_DESCRIPTORS[2]']
+    _code, again = run({'device': 'mlx5_1', 'params': params}, capsys, lab)
+    assert again['changed'] is False
+    assert len([c for c in calls(lab) if 'set' in c]) == 1
+
+
+@pytest.mark.parametrize('params, message', [
+    ({'NUM_OF_VFS': 70000}, 'NUM_OF_VFS: 70000 does not fit the 16-bit field (0..65535)'),
+    ({'NUM_OF_VFS': '10^23'}, "NUM_OF_VFS: '10^23' is not a value mlxconfig accepts"),
+    ({'NUM_OF_VFS': [8]}, 'NUM_OF_VFS: a list is not a firmware value'),
+    ({'SRIOV_EN': {'on': True}}, 'SRIOV_EN: a dict is not a firmware value'),
+    ({'ESWITCH_HAIRPIN_DESCRIPTORS': 64}, 'set its elements as ESWITCH_HAIRPIN_DESCRIPTORS[<index>]'),
+    ({'ESWITCH_HAIRPIN_DESCRIPTORS[8]': 64}, 'index 8 is out of range'),
+    ({'LINK_TYPE_P1': 'VPI'}, 'LINK_TYPE_P1 does not accept'),
+    ({'exp_rom_uefi_x86_enable': True}, 'did you mean EXP_ROM_UEFI_x86_ENABLE?'),
+])
+def test_values_the_tool_refuses_are_refused_before_anything_is_set(lab, capsys, params, message):
+    before = state_digest(lab)
+    code, result = run({'device': 'mlx5_0', 'params': params}, capsys, lab)
+    assert code == 1 and message in result['msg'], result['msg']
+    assert result['msg'].startswith('Nothing was set on 0000:0c:00.0')
+    assert not [c for c in calls(lab) if 'set' in c]
+    assert state_digest(lab) == before
+
+
+def test_the_double_refuses_the_same_values_as_the_module(lab, capsys):
+    """Without the module's checks, the tool double refuses them with mlxconfig's own messages."""
+    before = state_digest(lab)
+    tool = str(lab / 'bin' / 'mlxconfig')
+    for args, message in [(['NUM_OF_VFS=10^23'], '-E- Cannot parse the value'),
+                          (['NUM_OF_VFS=70000'], '-E- The value 70000 is not valid,  as its size is 16 bits'),
+                          (['LINK_TYPE_P1=VPI'], '-E- Unknown value VPI'),
+                          (['PF_BAR2_SIZE=1'], '-E- Operation is not supported (Read only TLV: nv_global_pci_conf)')]:
+        completed = subprocess.run([tool, '-d', '0000:0c:00.0', '-y', 'set'] + args, capture_output=True, text=True,
+                                   check=False)
+        assert completed.returncode == 3 and message in completed.stdout.splitlines()
+    assert state_digest(lab) == before
+
+
+@pytest.mark.parametrize('body, message', [
+    (b'echo \'{"Device #1": {"tlv_configuration": {}}}\'\n', 'no "Configurations:" table'),
+    (b'exit 0\n', 'The tool printed: (nothing)'),
+    (b'printf "Configurations:   Next Boot\\n   LINK_TYPE_P1   \\377\\376\\n"\n', 'unrecognised value'),
+    (b'printf "Device #1:\\nConfigurations:   Next Boot\\n   A  1\\nDevice #2:\\n"\n', 'more than one device'),
+])
+def test_tool_output_of_another_shape_is_quoted(lab, capsys, tmp_path, body, message):
+    tool = fake_tool(tmp_path, 'odd-mlxconfig', body)
+    code, result = run({'device': 'mlx5_0', 'executable': tool}, capsys, lab)
+    assert code == 1 and message in result['msg'], result['msg']
+    assert 'Cannot parse the output of %s -d 0000:0c:00.0 -e q' % tool in result['msg']
+    assert 'Check that executable is mlxconfig (NVIDIA MFT) or mstconfig (mstflint)' in result['msg']
+
+
+@pytest.mark.parametrize('make, message', [
+    (lambda p: p.mkdir(), 'is a directory, not an executable file'),
+    (lambda p: None, 'does not exist'),
+    (lambda p: p.write_text('#!/bin/sh\n'), 'is not executable'),
+])
+def test_explicit_executable_that_cannot_run(lab, capsys, tmp_path, make, message):
+    path = tmp_path / 'tool'
+    make(path)
+    code, result = run({'device': 'mlx5_0', 'executable': str(path)}, capsys, lab)
+    assert code == 1 and message in result['msg'] and 'executable' in result['msg']
+
+
+def test_device_that_is_a_directory(lab, capsys, tmp_path):
+    code, result = run({'device': str(tmp_path)}, capsys, lab)
+    assert code == 1
+    assert 'device %s is a directory, not a device' % tmp_path in result['msg']
+    assert 'a PCI address (0000:86:00.0)' in result['msg']
+
+
+def test_set_failing_half_way_reports_what_was_set_and_what_is_pending(lab, capsys):
+    (lab / 'firmware' / 'mlxconfig-set-fault').write_text(json.dumps(
+        {'after': 1, 'message': 'Failed to set nv_global_pci_conf settings ME_REG_ACCESS_BAD_PARAM (4)'}))
+    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB', 'NUM_OF_VFS': 8, 'SRIOV_EN': True}},
+                       capsys, lab)
+    assert code == 1
+    assert '-E- Failed to set nv_global_pci_conf settings ME_REG_ACCESS_BAD_PARAM (4)' in result['msg']
+    assert 'Set before the failure: LINK_TYPE_P1; not set: NUM_OF_VFS, SRIOV_EN' in result['msg']
+    assert 'Pending until a firmware reset or reboot: LINK_TYPE_P1' in result['msg']
+    assert result['changes'] == {'LINK_TYPE_P1': {'before': 'ETH(2)', 'after': 'IB(1)'}}
+    assert result['pending'] == ['LINK_TYPE_P1'] and result['reboot_required'] is True
+    # the run after the fix sets only what is missing
+    (lab / 'firmware' / 'mlxconfig-set-fault').unlink()
+    _code, again = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB', 'NUM_OF_VFS': 8, 'SRIOV_EN': True}},
+                       capsys, lab)
+    assert sorted(again['changes']) == ['NUM_OF_VFS', 'SRIOV_EN']
+
+
+def test_success_without_effect_is_reported(lab, capsys, tmp_path):
+    """A tool that says it set the values but did not: the module reads the device again and says so."""
+    tool = fake_tool(tmp_path, 'lying-mlxconfig', (
+        'for a in "$@"; do [ "$a" = set ] && { echo "Applying... Done!"; exit 0; }; done\nexec %s "$@"\n'
+        % (lab / 'bin' / 'mlxconfig')).encode())
+    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': tool}, capsys, lab)
+    assert code == 1
+    assert 'reported success, but the device still reads LINK_TYPE_P1=ETH(2)' in result['msg']
+
+
+def test_the_double_is_executable_as_the_lab_installs_it(lab):
+    mode = os.stat(str(lab / 'bin' / 'mlxconfig')).st_mode
+    assert mode & stat.S_IXUSR

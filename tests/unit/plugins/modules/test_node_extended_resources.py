@@ -2,81 +2,308 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""node_extended_resources with the kubernetes client's own models and a stand-in for the API server."""
+"""node_extended_resources through kubernetes.core's client against the kube-apiserver test double.
+
+Nothing is stubbed: the module connects with kubernetes.core's get_api_client (options and K8S_AUTH_* environment),
+talks HTTP to tests/doubles/kube_apiserver.py and every error path is a real answer (or a real refused connection)
+of that server.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import sys
 
+import kubernetes
 import pytest
-
-from kubernetes import client
 
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpunet.rdma.plugins.modules import node_extended_resources
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'doubles'))
 
-class FakeCoreV1Api(object):
-    """Test double of CoreV1Api: nodes in memory, patches recorded."""
+import kube_apiserver  # noqa: E402  pylint: disable=wrong-import-position
 
-    def __init__(self, nodes):
-        self.nodes = nodes
-        self.api_client = client.ApiClient()
-        self.patched = []
-
-    def list_node(self):
-        return client.V1NodeList(items=list(self.nodes.values()))
-
-    def read_node_status(self, name):
-        return self.nodes[name]
-
-    def patch_node_status(self, name, body):
-        self.patched.append((name, body))
-
-
-def node(name, capacity):
-    return client.V1Node(metadata=client.V1ObjectMeta(name=name),
-                         status=client.V1NodeStatus(capacity=dict(capacity), allocatable=dict(capacity)))
-
-
-@pytest.fixture
-def api(monkeypatch):
-    fake = FakeCoreV1Api({
-        'gpu-v100-01': node('gpu-v100-01', {'cpu': '64', 'nvidia.com/hostdev': '2', 'rdma/rdma_v100': '63'}),
-        'gpu-a100-01': node('gpu-a100-01', {'cpu': '128', 'rdma/rdma_a100': '63'}),
-    })
-    monkeypatch.setattr(node_extended_resources, 'core_api', lambda module: fake)
-    return fake
-
-
-def run(args, capsys, check_mode=False):
-    with patch_module_args(dict(args, _ansible_check_mode=check_mode)):
-        with pytest.raises(SystemExit) as exit_info:
-            node_extended_resources.main()
-    result = json.loads(capsys.readouterr().out)
-    assert exit_info.value.code == 0, result
-    return result
-
-
+HOSTDEV = 'nvidia.com/hostdev'
 PATCH = [{'op': 'remove', 'path': '/status/capacity/nvidia.com~1hostdev'},
          {'op': 'remove', 'path': '/status/allocatable/nvidia.com~1hostdev'}]
 
 
-def test_check_mode_lists_and_sends_nothing(api, capsys):
-    result = run({'names': ['nvidia.com/hostdev']}, capsys, check_mode=True)
-    assert result['changed'] is True and result['removed'] == {'gpu-v100-01': ['nvidia.com/hostdev']}
+def node(name, resources):
+    return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': {'kubernetes.io/hostname': name}},
+            'status': {'capacity': dict(resources), 'allocatable': dict(resources)}}
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch, tmp_path):
+    """No credentials of this machine leak in: no K8S_AUTH_*, no KUBECONFIG, no ~/.kube/config, no default."""
+    for name in list(os.environ):
+        if name.startswith('K8S_AUTH_') or name in ('KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'):
+            monkeypatch.delenv(name)
+    monkeypatch.setattr(kubernetes.config.kube_config, 'KUBE_CONFIG_DEFAULT_LOCATION', str(tmp_path / 'no-kubeconfig'))
+    kubernetes.client.Configuration.set_default(None)
+    # kubernetes.core caches API discovery per server address in the temporary directory; a port that an earlier
+    # test's server used would skip discovery.
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
+
+
+@pytest.fixture
+def api():
+    server = kube_apiserver.FakeApiServer().start()
+    server.add('v1', 'nodes', node('gpu-v100-01', {'cpu': '64', HOSTDEV: '2', 'rdma/rdma_v100': '63'}))
+    server.add('v1', 'nodes', node('gpu-a100-01', {'cpu': '128', 'rdma/rdma_a100': '63'}))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def kubeconfig(api, tmp_path):
+    return api.kubeconfig(str(tmp_path / 'kubeconfig'))
+
+
+def run(args, capsys, check_mode=False, diff=False):
+    with patch_module_args(dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)):
+        with pytest.raises(SystemExit):
+            node_extended_resources.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def ok(args, capsys, **kwargs):
+    result = run(args, capsys, **kwargs)
+    assert not result.get('failed'), result
+    return result
+
+
+def failed(args, capsys, **kwargs):
+    result = run(args, capsys, **kwargs)
+    assert result.get('failed') is True, result
+    assert 'Traceback' not in result.get('exception', '')
+    return result['msg']
+
+
+def sent(api, method='PATCH'):
+    return [(path, details['body']) for m, path, details in api.requests if m == method]
+
+
+# ------------------------------------------------------------------ what it does
+
+def test_check_mode_sends_only_dry_runs(api, kubeconfig, capsys):
+    result = ok({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys, check_mode=True)
+    assert result['changed'] is True and result['removed'] == {'gpu-v100-01': [HOSTDEV]}
     assert result['patches'] == {'gpu-v100-01': PATCH}
-    assert api.patched == []
+    assert sent(api) == [('/api/v1/nodes/gpu-v100-01/status?dryRun=All', PATCH)]
+    assert HOSTDEV in api.get('v1', 'nodes', 'gpu-v100-01')['status']['capacity']
 
 
-def test_removes_only_where_present(api, capsys):
-    result = run({'names': ['nvidia.com/hostdev', 'rdma/hca_shared_devices_a']}, capsys)
-    assert api.patched == [('gpu-v100-01', PATCH)]
+def test_removes_only_where_present_and_nothing_else(api, kubeconfig, capsys):
+    result = ok({'names': [HOSTDEV, 'rdma/hca_shared_devices_a'], 'kubeconfig': kubeconfig}, capsys)
+    assert result['changed'] is True and result['api_server'] == api.url
+    assert sent(api) == [('/api/v1/nodes/gpu-v100-01/status', PATCH)]
+    stored = api.get('v1', 'nodes', 'gpu-v100-01')
+    assert stored['status'] == {'capacity': {'cpu': '64', 'rdma/rdma_v100': '63'},
+                                'allocatable': {'cpu': '64', 'rdma/rdma_v100': '63'}}
+    assert stored['metadata']['labels'] == {'kubernetes.io/hostname': 'gpu-v100-01'}
+    again = ok({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys)
+    assert again['changed'] is False and len(sent(api)) == 1
+
+
+def test_only_the_listed_nodes_are_read(api, kubeconfig, capsys):
+    result = ok({'names': [HOSTDEV], 'nodes': ['gpu-a100-01'], 'kubeconfig': kubeconfig}, capsys)
+    assert result['changed'] is False and result['removed'] == {} and result['patches'] == {}
+    assert [path for m, path, _d in api.requests if m == 'GET' and '/nodes' in path] == ['/api/v1/nodes/gpu-a100-01']
+
+
+def test_diff_shows_the_removed_values(api, kubeconfig, capsys):
+    result = ok({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys, check_mode=True, diff=True)
+    assert result['diff'] == {'before': {'gpu-v100-01': {'capacity': {HOSTDEV: '2'}, 'allocatable': {HOSTDEV: '2'}}},
+                              'after': {'gpu-v100-01': {'capacity': {}, 'allocatable': {}}}}
+
+
+def test_a_resource_gone_before_the_patch_is_read_again(api, kubeconfig, capsys):
+    def device_plugin_restarts(server, method, path):
+        if method == 'PATCH' and server.on_request is not None:
+            server.on_request = None
+            server.add('v1', 'nodes', node('gpu-v100-01', {'cpu': '64', 'rdma/rdma_v100': '63'}))
+    api.on_request = device_plugin_restarts
+    result = ok({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys)
+    assert result['changed'] is False
+    assert len(sent(api)) == 1  # the rejected patch (422: nothing to remove), then a fresh read and nothing to send
+
+
+# ------------------------------------------------------------------ connection options, as kubernetes.core's
+
+def test_awx_kubernetes_credential_environment(api, capsys, monkeypatch):
+    """AWX's "OpenShift or Kubernetes API Bearer Token" credential injects K8S_AUTH_HOST and K8S_AUTH_API_KEY."""
+    api.tokens['awx-token'] = 'system:serviceaccount:awx:runner'
+    monkeypatch.setenv('K8S_AUTH_HOST', api.url)
+    monkeypatch.setenv('K8S_AUTH_API_KEY', 'awx-token')
+    monkeypatch.setenv('K8S_AUTH_VERIFY_SSL', 'false')
+    result = ok({'names': [HOSTDEV]}, capsys)
     assert result['changed'] is True
+    assert {details['headers'].get('authorization') for _m, _p, details in api.requests} == {'Bearer awx-token'}
 
 
-def test_nothing_to_remove(api, capsys):
-    result = run({'names': ['nvidia.com/hostdev'], 'nodes': ['gpu-a100-01']}, capsys)
-    assert result == {'changed': False, 'removed': {}, 'patches': {}, 'invocation': result['invocation']}
-    assert api.patched == []
+def test_host_and_api_key_options(api, capsys):
+    api.tokens['ops'] = 'ops'
+    assert ok({'names': [HOSTDEV], 'host': api.url + '/', 'api_key': 'ops'}, capsys)['changed'] is True
+
+
+def test_k8s_auth_kubeconfig_and_context(api, tmp_path, capsys, monkeypatch):
+    path = api.kubeconfig(str(tmp_path / 'config'))
+    with open(path) as handle:
+        config = json.load(handle)
+    # A current context that points at a dead address, and the right one chosen by name.
+    config['clusters'].append({'name': 'dead', 'cluster': {'server': 'http://127.0.0.1:9'}})
+    config['contexts'].append({'name': 'dead', 'context': {'cluster': 'dead', 'user': 'fake'}})
+    config['current-context'] = 'dead'
+    with open(path, 'w') as handle:
+        json.dump(config, handle)
+    monkeypatch.setenv('K8S_AUTH_KUBECONFIG', path)
+    assert 'connection refused' in failed({'names': [HOSTDEV]}, capsys)
+    monkeypatch.setenv('K8S_AUTH_CONTEXT', 'fake')
+    assert ok({'names': [HOSTDEV]}, capsys)['changed'] is True
+
+
+def test_impersonation_header_and_its_rbac(api, kubeconfig, capsys):
+    api.forbid('patch', 'nodes/status', user='alice')
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig, 'impersonate_user': 'alice'}, capsys)
+    assert ('does not allow patching the status of node gpu-v100-01: nodes "gpu-v100-01" is forbidden: User "alice" '
+            'cannot patch resource "nodes/status" in API group "" at the cluster scope. Grant the account patch on '
+            'nodes/status') in message
+    assert api.requests[-1][2]['headers'].get('impersonate-user') == 'alice'
+
+
+def test_tls_with_and_without_the_cluster_ca(tmp_path, capsys):
+    server = kube_apiserver.FakeApiServer(tls=True).start()
+    try:
+        server.add('v1', 'nodes', node('gpu-v100-01', {HOSTDEV: '2'}))
+        without_ca = server.kubeconfig(str(tmp_path / 'no-ca'), ca=False)
+        message = failed({'names': [HOSTDEV], 'kubeconfig': without_ca}, capsys)
+        assert message.startswith('TLS with the Kubernetes API at %s failed: ' % server.url)
+        assert 'CERTIFICATE_VERIFY_FAILED' in message and 'Set ca_cert (K8S_AUTH_SSL_CA_CERT)' in message
+        assert ok({'names': [HOSTDEV], 'kubeconfig': without_ca, 'ca_cert': server.ca_path}, capsys)['changed']
+    finally:
+        server.stop()
+
+
+# ------------------------------------------------------------------ every error path, named
+
+def test_an_explicit_kubeconfig_that_is_missing_is_named_never_replaced(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv('KUBERNETES_SERVICE_HOST', '10.96.0.1')  # as inside a pod: no silent in-cluster fallback
+    monkeypatch.setenv('KUBERNETES_SERVICE_PORT', '443')
+    missing = str(tmp_path / 'nope')
+    message = failed({'names': [HOSTDEV], 'kubeconfig': missing}, capsys)
+    assert message == ('The kubeconfig %s (from the kubeconfig option) cannot be used: %s does not exist. Point the '
+                       'kubeconfig option at the cluster\'s kubeconfig file.' % (missing, missing))
+    monkeypatch.setenv('K8S_AUTH_KUBECONFIG', missing)
+    assert '(from K8S_AUTH_KUBECONFIG) cannot be used' in failed({'names': [HOSTDEV]}, capsys)
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('clusters: [\n', 'is not valid YAML at line 2'),
+    ('just a string\n', 'is not a kubeconfig: it has no clusters, contexts or users'),
+    ('apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n',
+     'cannot be used: Invalid kube-config file. Expected key current-context in '),
+])
+def test_a_broken_kubeconfig_is_named(tmp_path, capsys, text, expected):
+    path = tmp_path / 'kubeconfig'
+    path.write_text(text)
+    message = failed({'names': [HOSTDEV], 'kubeconfig': str(path)}, capsys)
+    assert str(path) in message and expected in message, message
+    assert 'service' not in message.lower()
+
+
+def test_a_kubeconfig_that_is_a_directory_or_not_utf8(tmp_path, capsys):
+    assert 'is a directory, not a file' in failed({'names': [HOSTDEV], 'kubeconfig': str(tmp_path)}, capsys)
+    path = tmp_path / 'latin1'
+    path.write_bytes(b'clusters: [caf\xe9]\n')
+    message = failed({'names': [HOSTDEV], 'kubeconfig': str(path)}, capsys)
+    assert 'is not UTF-8 text (byte 0xe9 at offset 14)' in message
+
+
+def test_a_context_the_kubeconfig_lacks(kubeconfig, capsys):
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig, 'context': 'prod'}, capsys)
+    assert message == ('The context prod is not in the kubeconfig %s (from the kubeconfig option); its contexts are: '
+                       'fake. Fix context (or K8S_AUTH_CONTEXT).' % kubeconfig)
+
+
+def test_no_credentials_at_all(capsys):
+    message = failed({'names': [HOSTDEV]}, capsys)
+    assert message.startswith('No usable Kubernetes credentials: Invalid kube-config file. No configuration found. '
+                              'This is neither a pod')
+    assert 'K8S_AUTH_HOST and K8S_AUTH_API_KEY' in message
+
+
+def test_connection_refused(api, kubeconfig, capsys):
+    api.stop()
+    assert failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys) == (
+        'Cannot connect to the Kubernetes API at %s: connection refused. Is the API server running, and is host or '
+        'the kubeconfig\'s server the right address and port?' % api.url)
+
+
+def test_credentials_refused(api, tmp_path, capsys):
+    stale = api.kubeconfig(str(tmp_path / 'stale'), token='expired')
+    message = failed({'names': [HOSTDEV], 'kubeconfig': stale}, capsys)
+    assert message.startswith('The Kubernetes API at %s refused the credentials (401 Unauthorized) when API discovery '
+                              '(/version, /apis)' % api.url)
+
+
+def test_listing_nodes_forbidden(api, kubeconfig, capsys):
+    api.forbid('list', 'nodes')
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys)
+    assert ('does not allow listing the nodes: nodes is forbidden: User "system:admin" cannot list resource "nodes" in '
+            'API group "" at the cluster scope. Grant the account list on nodes') in message
+
+
+def test_a_node_that_does_not_exist(api, kubeconfig, capsys):
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig, 'nodes': ['gpu-v100-01', 'gpu-h100-07']}, capsys)
+    assert message == ('Node gpu-h100-07 does not exist in the cluster at %s (its nodes: gpu-a100-01, gpu-v100-01). '
+                       'Fix nodes.' % api.url)
+    assert sent(api) == []
+
+
+@pytest.mark.parametrize('code, text, content_type, expected', [
+    (200, '<html><body>Sign in to continue</body></html>', 'text/html',
+     'did not answer the API discovery (/version, /apis) with the Kubernetes API\'s JSON (it said: <html><body>Sign in '
+     'to continue</body></html>): it is not a Kubernetes API server, or a proxy or login page is in the way.'),
+    (502, 'Bad Gateway', 'text/plain',
+     'answered API discovery (/version, /apis) with HTTP 502 and not the Kubernetes API\'s JSON (it said: Bad '
+     'Gateway). It is not a Kubernetes API server, or a proxy or login page is in the way'),
+])
+def test_a_server_that_answers_text(api, kubeconfig, capsys, code, text, content_type, expected):
+    api.answer_text(code, text, content_type)
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys)
+    assert message.startswith('The server at %s ' % api.url) and expected in message, message
+
+
+def test_text_after_discovery_is_named_too(api, kubeconfig, capsys):
+    """A proxy that starts answering with its page between discovery and the node list."""
+    def proxy_takes_over(server, method, path):
+        if path == '/api/v1/nodes':
+            server.answer_text(200, 'upstream connect error', 'text/plain')
+    api.on_request = proxy_takes_over
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys)
+    assert message == ('The server at %s answered listing the nodes with something other than the Kubernetes API\'s '
+                       'JSON (it said: upstream connect error). It is not a Kubernetes API server, or a proxy or login '
+                       'page is in the way: check host or the kubeconfig\'s server.' % api.url)
+
+
+def test_refuses_native_resources_before_connecting(api, kubeconfig, capsys):
+    message = failed({'names': ['cpu', 'hugepages-1Gi', 'kubernetes.io/batteries', HOSTDEV], 'kubeconfig': kubeconfig},
+                     capsys)
+    assert message.startswith('names: cpu is not an extended resource')
+    assert 'hugepages-1Gi is not an extended resource' in message
+    assert 'kubernetes.io/batteries is in the kubernetes.io domain' in message
+    assert api.requests == []
+
+
+def test_a_kubeconfig_under_the_home_directory(api, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv('HOME', str(tmp_path))
+    api.kubeconfig(str(tmp_path / 'cluster.conf'))
+    assert ok({'names': [HOSTDEV], 'kubeconfig': '~/cluster.conf'}, capsys)['changed'] is True
+    message = failed({'names': [HOSTDEV], 'kubeconfig': '~/other.conf'}, capsys)
+    assert message.startswith('The kubeconfig %s (from the kubeconfig option) cannot be used: %s does not exist.'
+                              % (tmp_path / 'other.conf', tmp_path / 'other.conf'))

@@ -25,12 +25,12 @@ def double(path, output, rc=0):
     return str(path)
 
 
-def run(args, capsys):
+def run(args, capsys, code=0):
     with patch_module_args(dict(args, _ansible_check_mode=True)):
         with pytest.raises(SystemExit) as exit_info:
             rdma_driver_facts.main()
     result = json.loads(capsys.readouterr().out)
-    assert exit_info.value.code == 0, result
+    assert exit_info.value.code == code, result
     return result
 
 
@@ -50,6 +50,7 @@ def host(tmp_path):
     modprobe = tmp_path / 'modprobe.d'
     modprobe.mkdir()
     (modprobe / 'ib_core.conf').write_text('options ib_core netns_mode=0\n')
+    (tmp_path / 'empty' / 'module').mkdir(parents=True)  # a sysfs without modules or peers
     return tmp_path
 
 
@@ -82,7 +83,7 @@ def test_facts_without_rdma_kernel_support(host, capsys, monkeypatch):
     """A container on a kernel without RDMA: no modules.dep, rdma system fails; nothing is guessed."""
     warnings = []
     # Where the warning lands depends on what else the process imported; catch it at the source.
-    monkeypatch.setattr(rdma_driver_facts.AnsibleModule, 'warn', lambda self, text: warnings.append(text))
+    monkeypatch.setattr(rdma_driver_facts.RdmaModule, 'warn', lambda self, text: warnings.append(text))
     result = run(dict(kernel='6.1.0-18-amd64', modules_root=str(host / 'none'), sysfs_root=str(host / 'empty'),
                       modprobe_dir=str(host / 'empty'),
                       ofed_info_path=double(host / 'ofed_info', 'bash: ofed_info: not found\n', rc=127),
@@ -92,5 +93,58 @@ def test_facts_without_rdma_kernel_support(host, capsys, monkeypatch):
     assert facts['netns']['live'] is None and 'NETLINK_RDMA' in facts['netns']['live_error']
     assert facts['netns']['persisted'] is None
     assert all(not entry['installed'] and not entry['loaded'] for entry in facts['modules'].values())
-    assert len(warnings) == 1 and 'ofed_info -s failed (rc=127)' in warnings[0]
+    assert len(warnings) == 1 and 'ofed_info -s` failed (rc=127)' in warnings[0]
+    assert 'ofed_info` failed (rc=127)' in warnings[0]  # the full form was tried too
     assert 'OFED reported as not installed' in warnings[0]
+
+
+@pytest.mark.parametrize('short_output, short_rc', [('', 0), ('Usage: ofed_info [-s|-n|-l|-p]\n', 2)])
+def test_release_from_ofed_info_without_s(host, capsys, monkeypatch, short_output, short_rc):
+    """An ofed_info whose -s prints nothing or fails: the release comes from the first line of the full output."""
+    warnings = []
+    monkeypatch.setattr(rdma_driver_facts.RdmaModule, 'warn', lambda self, text: warnings.append(text))
+    script = host / 'ofed_info'
+    script.write_text('#!/bin/sh\necho "$LC_ALL $*" >> "%s.calls"\n'
+                      'if [ "$1" = "-s" ]; then printf "%s"; exit %d; fi\n'
+                      'printf "MLNX_OFED_LINUX-24.01-0.3.3.1 (OFED-24.01-0.3.3):\\n\\nclusterkit:\\n"\n'
+                      % (script, short_output.replace('\n', '\\n'), short_rc))
+    script.chmod(0o755)
+    result = run(dict(kernel='5.15.0-91-generic', modules_root=str(host / 'lib' / 'modules'),
+                      sysfs_root=str(host / 'sys'), modprobe_dir=str(host / 'modprobe.d'), ofed_info_path=str(script),
+                      rdma_path=double(host / 'rdma', 'netns shared\n')), capsys)
+    ofed = result['ansible_facts']['rdma_driver']['ofed']
+    assert (ofed['installed'], ofed['flavor'], ofed['version']) == (True, 'MLNX_OFED_LINUX', '24.01-0.3.3.1')
+    assert (host / 'ofed_info.calls').read_text() == 'C -s\nC \n'
+    assert len(warnings) == 1 and 'the release was read from' in warnings[0]
+
+
+def test_ofed_info_of_another_shape_fails_quoting_it(host, capsys):
+    result = run(dict(kernel='5.15.0-91-generic', modules_root=str(host / 'lib' / 'modules'),
+                      sysfs_root=str(host / 'sys'), modprobe_dir=str(host / 'modprobe.d'),
+                      ofed_info_path=double(host / 'ofed_info', 'rdma-core 44.0\n'),
+                      rdma_path=double(host / 'rdma', 'netns shared\n')), capsys, code=1)
+    assert result['msg'].startswith('Cannot read the installed OFED release:')
+    assert "'rdma-core 44.0'" in result['msg'] and 'ofed_info_path' in result['msg']
+
+
+@pytest.mark.parametrize('args, expected', [
+    ({'sysfs_root': 'MISSING'}, 'sysfs_root: %s does not exist. Set sysfs_root to the sysfs mount point'),
+    ({'sysfs_root': 'MODPROBE'}, 'is not a sysfs mount'),
+    ({'kernel': '../../etc'}, "kernel '../../etc' is not a kernel release"),
+    ({'modules': ['nvidia peermem']}, "modules: 'nvidia peermem' is not a kernel module name"),
+    ({'modules_root': 'FILE'}, 'is not a directory; point it at the directory that holds one tree per kernel'),
+    ({'modprobe_dir': 'FILE'}, 'modprobe_dir %s is not a directory'),
+    ({'rdma_path': 'DIR'}, 'rdma_path: %s is a directory, not an executable file'),
+])
+def test_wrong_input_is_named(host, capsys, args, expected):
+    (host / 'file').write_text('')
+    names = {'MISSING': str(host / 'missing'), 'MODPROBE': str(host / 'modprobe.d'), 'FILE': str(host / 'file'),
+             'DIR': str(host)}
+    base = dict(kernel='5.15.0-91-generic', modules_root=str(host / 'lib' / 'modules'), sysfs_root=str(host / 'sys'),
+                modprobe_dir=str(host / 'modprobe.d'), ofed_info_path=double(host / 'ofed_info', ''),
+                rdma_path=double(host / 'rdma', 'netns shared\n'))
+    for key, value in args.items():
+        base[key] = [names.get(v, v) for v in value] if isinstance(value, list) else names.get(value, value)
+    result = run(base, capsys, code=1)
+    path = [names[v] for v in args.values() if isinstance(v, str) and v in names]
+    assert (expected % path[0] if '%s' in expected else expected) in result['msg']

@@ -1,0 +1,322 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+---
+module: perftest
+short_description: Run perftest (ib_write_bw, ib_read_lat, ...) loopback tests on a node and judge them
+version_added: 0.1.0
+description:
+  - For each entry of O(tests), starts the perftest server on the node, runs the client against it over the loopback
+    address (the check of the InfiniBand field report, C(ib_write_bw -d DEV &) then C(ib_write_bw -d DEV 127.0.0.1)),
+    collects both outputs and judges them - bandwidth as a share of the port's line rate, latency from its table - with
+    the same parser as the fleet report (every perftest layout, unit cross-check, failure explanations).
+  - All tests of a node run one after the other in one module call, so that validating a node with eight rails costs one
+    round trip, not thirty-two.
+  - A client that cannot reach its server yet (C(Couldn't connect)) is retried; a server the client never reached is
+    stopped after O(timeout), so no perftest process is left behind.
+  - Tests load the links they run on; in check mode none runs.
+author:
+  - gpunet.rdma contributors (@gpunet)
+options:
+  tests:
+    description: The tests to run, in order.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      device:
+        description: The RDMA device (C(-d)).
+        type: str
+        required: true
+      port:
+        description: The device's port (C(-i)).
+        type: int
+        default: 1
+      gid_index:
+        description: The GID index (C(-x)), for RoCE; omit to let perftest choose.
+        type: int
+      tool:
+        description: The perftest tool.
+        type: str
+        default: ib_write_bw
+        choices: [ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat]
+      line_rate_gbps:
+        description: The port's line rate, to judge a bandwidth test against; omitted, it is not judged.
+        type: float
+      max_latency_usec:
+        description: The highest typical latency a latency test may show; omitted, it is not judged.
+        type: float
+  tool_dir:
+    description: Directory of the perftest tools; default searches E(PATH).
+    type: path
+  tcp_port:
+    description: TCP port of perftest's connection exchange (C(-p)).
+    type: int
+    default: 18515
+  message_size:
+    description: Message size in bytes of the bandwidth tests (C(-s)).
+    type: int
+    default: 65536
+  report_gbits:
+    description: Bandwidth in Gb/s (C(--report_gbits)); otherwise perftest prints MB/sec or MiB/sec.
+    type: bool
+    default: true
+  min_line_rate_pct:
+    description: A bandwidth test passes at this share (%) of its line rate.
+    type: float
+    default: 90
+  timeout:
+    description: Seconds one test (server and client) may take.
+    type: int
+    default: 60
+  connect_retries:
+    description: How often the client retries while the server is not listening yet (one second apart).
+    type: int
+    default: 5
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: No test runs in check mode (they load production links); the results say so.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - Commands run as argument lists with C(LC_ALL=C).
+requirements:
+  - perftest (Debian/Ubuntu C(perftest), RHEL C(perftest), or MLNX_OFED/DOCA-OFED).
+seealso:
+  - name: perftest
+    description: The RDMA performance tests.
+    link: https://github.com/linux-rdma/perftest
+'''
+
+EXAMPLES = r'''
+- name: ib_write_bw on both ports of a V100 node, judged against 100 Gb/s
+  gpunet.rdma.perftest:
+    tests:
+      - {device: mlx5_0, port: 1, line_rate_gbps: 100}
+      - {device: mlx5_1, port: 1, line_rate_gbps: 100}
+  register: bandwidth
+
+- name: Latency of one RoCE port with its RoCE v2 GID
+  gpunet.rdma.perftest:
+    tests:
+      - {device: mlx5_0, port: 1, gid_index: 3, tool: ib_read_lat, max_latency_usec: 5}
+'''
+
+RETURN = r'''
+results:
+  description: One result per test, in the order of O(tests).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    device:
+      description: The device.
+      type: str
+    port:
+      description: The port.
+      type: int
+    tool:
+      description: The tool.
+      type: str
+    ok:
+      description: The test ran and met its threshold (a test without threshold passes when it printed its table).
+      type: bool
+    skipped:
+      description: Check mode, nothing ran.
+      type: bool
+    problem:
+      description: What is wrong and what to do, or null.
+      type: str
+    record:
+      description: The parsed result - for bandwidth tests C(average_gbps), C(line_rate_pct), C(unit_mismatch),
+        C(failures) and the rest of P(gpunet.rdma.rdma_line_rate#filter)'s result; for latency tests the latency
+        table (C(t_typical_usec), C(t_avg_usec), C(p99_usec), ...).
+      type: dict
+    client_argv:
+      description: The client's command line.
+      type: list
+      elements: str
+    rc:
+      description: The client's exit status.
+      type: int
+    stdout:
+      description: The client's output.
+      type: str
+    stderr:
+      description: The client's error output.
+      type: str
+    server_rc:
+      description: The server's exit status (null when it had to be stopped).
+      type: int
+    server_stdout:
+      description: The server's output.
+      type: str
+failed_tests:
+  description: C(device/port tool) of every test that did not pass.
+  returned: always
+  type: list
+  elements: str
+'''
+
+import os
+import subprocess
+import tempfile
+import time
+
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import COMMAND_ENV, check_executable, decode_text
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
+from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import line_rate_result, parse_lat
+
+BANDWIDTH_TOOLS = ('ib_write_bw', 'ib_read_bw', 'ib_send_bw')
+
+
+def tool_path(module, tool):
+    directory = module.params['tool_dir']
+    if directory:
+        path = os.path.join(directory, tool)
+        problem = check_executable(path)
+        if problem:
+            module.fail_json(msg='%s: %s. Fix tool_dir or leave it unset to search PATH.' % (tool, problem))
+        return path
+    path = module.get_bin_path(tool)
+    if not path:
+        module.fail_json(msg='%s was not found on PATH: install perftest (apt/dnf install perftest, or MLNX_OFED / '
+                             'DOCA-OFED) or set tool_dir.' % tool)
+    return path
+
+
+def arguments(module, test):
+    args = ['-d', test['device'], '-i', str(test['port']), '-p', str(module.params['tcp_port'])]
+    if test['gid_index'] is not None:
+        args += ['-x', str(test['gid_index'])]
+    if test['tool'] in BANDWIDTH_TOOLS:
+        args += ['-s', str(module.params['message_size'])]
+        if module.params['report_gbits']:
+            args.append('--report_gbits')
+    return args
+
+
+def _read(handle):
+    handle.seek(0)
+    return decode_text(handle.read(), lenient=True)
+
+
+def run_pair(module, path, args):
+    """Server in the background, client against 127.0.0.1 with retries; returns the outputs of both."""
+    env = dict(os.environ, **COMMAND_ENV)
+    deadline = time.time() + module.params['timeout']
+    with tempfile.TemporaryFile() as server_out, tempfile.TemporaryFile() as server_err:
+        try:
+            server = subprocess.Popen([path] + args, stdout=server_out, stderr=server_err, env=env, close_fds=True)
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='Cannot start %s: %s.' % (path, exc))
+        client_argv = [path] + args + ['127.0.0.1']
+        attempt, client = 0, None
+        try:
+            while True:
+                attempt += 1
+                try:
+                    client = subprocess.run(client_argv, capture_output=True, env=env, check=False,
+                                            timeout=max(1, deadline - time.time()))
+                except subprocess.TimeoutExpired as exc:
+                    client = subprocess.CompletedProcess(client_argv, None, exc.stdout or b'', (exc.stderr or b'')
+                                                         + b'\nclient stopped after the timeout')
+                    break
+                text = decode_text(client.stdout + client.stderr, lenient=True)
+                if "Couldn't connect" not in text or attempt > module.params['connect_retries'] \
+                        or server.poll() is not None:
+                    break
+                time.sleep(1)
+            try:
+                server.wait(timeout=max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                pass
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+                server_rc = None
+            else:
+                server_rc = server.returncode
+        return {'client_argv': client_argv, 'rc': client.returncode,
+                'stdout': decode_text(client.stdout, lenient=True), 'stderr': decode_text(client.stderr, lenient=True),
+                'server_rc': server_rc, 'server_stdout': _read(server_out), 'server_stderr': _read(server_err)}
+
+
+def judge(module, test, run):
+    output = run['stdout'] + '\n' + run['stderr']
+    if test['tool'] in BANDWIDTH_TOOLS:
+        record = line_rate_result(output, test['line_rate_gbps'], module.params['min_line_rate_pct'], run['rc'] or 0)
+        if test['line_rate_gbps'] is None and record.get('average_gbps') is not None:
+            record['ok'], record['problem'] = True, None
+        return record['ok'], record['problem'], record
+    table = parse_lat(output)
+    if table is None:
+        return False, '%s printed no latency table (exit status %s)' % (test['tool'], run['rc']), {}
+    record = dict(table)
+    typical = table.get('t_typical_usec') or table.get('t_avg_usec')
+    limit = test['max_latency_usec']
+    if limit is not None and (typical is None or typical > limit):
+        return False, 'typical latency %s usec is above %g usec' % (typical, limit), record
+    return True, None, record
+
+
+def main():
+    module = RdmaModule(
+        argument_spec=dict(
+            tests=dict(type='list', elements='dict', required=True, options=dict(
+                device=dict(type='str', required=True),
+                port=dict(type='int', default=1),
+                gid_index=dict(type='int'),
+                tool=dict(type='str', default='ib_write_bw', choices=list(BANDWIDTH_TOOLS) + [
+                    'ib_write_lat', 'ib_read_lat', 'ib_send_lat']),
+                line_rate_gbps=dict(type='float'),
+                max_latency_usec=dict(type='float'),
+            )),
+            tool_dir=dict(type='path'),
+            tcp_port=dict(type='int', default=18515),
+            message_size=dict(type='int', default=65536),
+            report_gbits=dict(type='bool', default=True),
+            min_line_rate_pct=dict(type='float', default=90),
+            timeout=dict(type='int', default=60),
+            connect_retries=dict(type='int', default=5),
+        ),
+        supports_check_mode=True,
+    )
+    for name, low in (('tcp_port', 1), ('message_size', 1), ('timeout', 1), ('connect_retries', 0)):
+        if module.params[name] < low:
+            module.fail_json(msg='%s must be %d or more, got %d.' % (name, low, module.params[name]))
+    if module.params['tcp_port'] > 65535:
+        module.fail_json(msg='tcp_port must be a TCP port (1-65535), got %d.' % module.params['tcp_port'])
+    results, failed = [], []
+    for test in module.params['tests']:
+        if test['port'] < 1:
+            module.fail_json(msg='tests: port of %s must be 1 or more, got %d.' % (test['device'], test['port']))
+        base = {'device': test['device'], 'port': test['port'], 'tool': test['tool'], 'gid_index': test['gid_index']}
+        if module.check_mode:
+            results.append(dict(base, ok=True, skipped=True, problem=None, record={}, client_argv=[], rc=None,
+                                stdout='', stderr='', server_rc=None, server_stdout=''))
+            continue
+        path = tool_path(module, test['tool'])
+        run = run_pair(module, path, arguments(module, test))
+        ok, problem, record = judge(module, test, run)
+        results.append(dict(base, ok=ok, skipped=False, problem=problem, record=record, **run))
+        if not ok:
+            failed.append('%s/%d %s' % (test['device'], test['port'], test['tool']))
+    module.exit_json(changed=False, results=results, failed_tests=failed)
+
+
+if __name__ == '__main__':
+    main()

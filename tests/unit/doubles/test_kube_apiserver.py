@@ -1,0 +1,456 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The kube-apiserver test double itself, through the real kubernetes client and kubernetes.core's client.
+
+The double must be at least as strict as kube-apiserver for what the roles and modules use: these tests pin the
+answers (codes, Status bodies, what is stored) that the real server gives to the same requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import kubernetes
+import pytest
+import urllib3
+import yaml
+from kubernetes.client.rest import ApiException
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+sys.path.insert(0, os.path.join(REPO, 'tests', 'doubles'))
+
+import kube_apiserver  # noqa: E402  pylint: disable=wrong-import-position
+
+GROUP, VERSION, PLURAL = 'mellanox.com', 'v1alpha1', 'nicclusterpolicies'
+
+
+@pytest.fixture
+def api(upstream_crds):
+    server = kube_apiserver.FakeApiServer().start()
+    with open(os.path.join(upstream_crds, 'network-operator-v26.4.1', 'mellanox.com_nicclusterpolicies.yaml')) as f:
+        server.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', yaml.safe_load(f))
+    yield server
+    server.stop()
+    assert server.errors == []  # no request made the double itself fail
+
+
+def client(api, token=kube_apiserver.DEFAULT_TOKEN):
+    configuration = kubernetes.client.Configuration()
+    configuration.host = api.url
+    configuration.api_key = {'authorization': 'Bearer ' + token}
+    return kubernetes.client.ApiClient(configuration)
+
+
+def core(api):
+    return kubernetes.client.CoreV1Api(client(api))
+
+
+def apps(api):
+    return kubernetes.client.AppsV1Api(client(api))
+
+
+def custom(api):
+    return kubernetes.client.CustomObjectsApi(client(api))
+
+
+def raw(api, method, path, body=None, content_type='application/json', token=kube_apiserver.DEFAULT_TOKEN):
+    """``(code, headers, decoded body)`` of one plain HTTP request."""
+    headers = {'Authorization': 'Bearer ' + token, 'Content-Type': content_type}
+    data = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body)
+    response = urllib3.PoolManager().request(method, api.url + path, body=data, headers=headers, retries=False)
+    try:
+        decoded = json.loads(response.data)
+    except ValueError:
+        decoded = response.data.decode()
+    return response.status, response.headers, decoded
+
+
+def error(call, *args, **kwargs):
+    with pytest.raises(ApiException) as info:
+        call(*args, **kwargs)
+    return info.value.status, json.loads(info.value.body)
+
+
+def pod(name, node='', phase=None, labels=None, namespace='default'):
+    obj = {'apiVersion': 'v1', 'kind': 'Pod',
+           'metadata': {'name': name, 'namespace': namespace, 'labels': labels or {}},
+           'spec': {'containers': [{'name': 'main', 'image': 'busybox'}]}}
+    if node:
+        obj['spec']['nodeName'] = node
+    if phase:
+        obj['status'] = {'phase': phase}
+    return obj
+
+
+def policy(**spec):
+    return {'apiVersion': '%s/%s' % (GROUP, VERSION), 'kind': 'NicClusterPolicy',
+            'metadata': {'name': 'nic-cluster-policy'}, 'spec': spec}
+
+
+def deployment(name='web'):
+    return {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': name, 'namespace': 'default'},
+            'spec': {'selector': {'matchLabels': {'app': name}}, 'template': {
+                'metadata': {'labels': {'app': name}},
+                'spec': {'containers': [
+                    {'name': 'app', 'image': 'app:1',
+                     'env': [{'name': 'A', 'value': '1'}, {'name': 'B', 'value': '2'}]},
+                    {'name': 'sidecar', 'image': 'sidecar:1'}],
+                    'tolerations': [{'key': 'a', 'operator': 'Exists'}]}}}}
+
+
+# ------------------------------------------------------------------ discovery and URL shapes
+
+def test_discovery_follows_the_installed_crds(api):
+    dynamic = kubernetes.dynamic.DynamicClient(client(api))
+    pods = dynamic.resources.get(api_version='v1', kind='Pod')
+    assert pods.namespaced and 'log' in pods.subresources and 'status' in pods.subresources
+    assert dynamic.resources.get(api_version='mellanox.com/v1alpha1', kind='NicClusterPolicy').namespaced is False
+    code, _h, body = raw(api, 'GET', '/apis/spiderpool.spidernet.io/v2beta1')
+    assert code == 404 and body['reason'] == 'NotFound'  # no CRD installed, no group
+
+
+def test_namespaced_objects_live_in_their_namespace(api):
+    v1 = core(api)
+    v1.create_namespaced_pod('default', pod('p'))
+    assert v1.read_namespaced_pod('p', 'default').metadata.namespace == 'default'
+    code, body = error(v1.read_namespaced_pod, 'p', 'kube-system')
+    assert code == 404 and body == {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
+                                    'message': 'pods "p" not found', 'reason': 'NotFound',
+                                    'details': {'name': 'p', 'kind': 'pods'}, 'code': 404}
+    v1.create_namespaced_pod('kube-system', pod('p', namespace='kube-system'))  # same name, other namespace
+    assert sorted(p.metadata.namespace for p in v1.list_pod_for_all_namespaces().items) == ['default', 'kube-system']
+    assert [p.metadata.namespace for p in v1.list_namespaced_pod('kube-system').items] == ['kube-system']
+
+
+def test_create_needs_the_namespace_and_a_matching_one(api):
+    v1 = core(api)
+    code, body = error(v1.create_namespaced_pod, 'nope', pod('p', namespace='nope'))
+    assert code == 404 and body['message'] == 'namespaces "nope" not found'
+    code, body = error(v1.create_namespaced_pod, 'default', pod('p', namespace='kube-system'))
+    assert code == 400 and body['message'] == ('the namespace of the provided object does not match the namespace '
+                                               'sent on the request')
+
+
+@pytest.mark.parametrize('path', ['/api/v1/pods/p', '/api/v1/namespaces/default/nodes/n',
+                                  '/api/v1/namespaces/default/pods/p/exec/x', '/api/v1/nodes/n/log', '/healthz/x'])
+def test_wrong_url_shapes_are_404(api, path):
+    core(api).create_namespaced_pod('default', pod('p'))
+    code, _h, body = raw(api, 'GET', path)
+    assert code == 404 and body['reason'] == 'NotFound'
+
+
+def test_already_exists_and_invalid_names(api):
+    v1 = core(api)
+    v1.create_namespaced_pod('default', pod('p'))
+    code, body = error(v1.create_namespaced_pod, 'default', pod('p'))
+    assert code == 409 and body['reason'] == 'AlreadyExists' and body['message'] == 'pods "p" already exists'
+    code, body = error(v1.create_namespaced_pod, 'default', pod('Bad_Name'))
+    assert code == 422 and body['details']['causes'][0]['field'] == 'metadata.name'
+    assert body['message'].startswith('Pod "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a '
+                                      'lowercase RFC 1123 subdomain')
+
+
+# ------------------------------------------------------------------ selectors
+
+@pytest.fixture
+def labelled(api):
+    v1 = core(api)
+    v1.create_namespaced_pod('default', pod('a', node='n1', labels={'app': 'rdma', 'tier': '1'}))
+    v1.create_namespaced_pod('default', pod('b', node='n2', labels={'app': 'rdma', 'tier': '2'}))
+    v1.create_namespaced_pod('default', pod('c', node='n1', labels={'app': 'web'}))
+    api.add('v1', 'pods', pod('d', node='n2', phase='Succeeded', labels={'app': 'web', 'tier': '3'},
+                              namespace='kube-system'))
+    return v1
+
+
+@pytest.mark.parametrize('selector, names', [
+    ('app=rdma', ['a', 'b']), ('app==rdma', ['a', 'b']), ('app!=rdma', ['c', 'd']),
+    ('tier in (1, 3)', ['a', 'd']), ('tier notin (1)', ['b', 'c', 'd']), ('tier', ['a', 'b', 'd']), ('!tier', ['c']),
+    ('app=web,tier', ['d']), ('tier>1', ['b', 'd']), ('tier<2', ['a']), ('', ['a', 'b', 'c', 'd']),
+])
+def test_label_selectors(labelled, selector, names):
+    listed = labelled.list_pod_for_all_namespaces(label_selector=selector).items
+    assert sorted(p.metadata.name for p in listed) == names
+
+
+@pytest.mark.parametrize('selector, names', [
+    ('spec.nodeName=n1', ['a', 'c']), ('spec.nodeName!=n1', ['b', 'd']), ('status.phase=Succeeded', ['d']),
+    ('status.phase=Pending', ['a', 'b', 'c']), ('metadata.namespace=kube-system', ['d']),
+    ('metadata.name=b,spec.nodeName=n2', ['b']),
+])
+def test_field_selectors(labelled, selector, names):
+    listed = labelled.list_pod_for_all_namespaces(field_selector=selector).items
+    assert sorted(p.metadata.name for p in listed) == names
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'field_selector': 'spec.foo=bar'}, 'field label not supported: spec.foo'),
+    ({'field_selector': 'spec.nodeName'}, "invalid selector: 'spec.nodeName'; can't understand 'spec.nodeName'"),
+    ({'label_selector': 'app in ()'}, "for 'in', 'notin' operators, values set can't be empty"),
+    ({'label_selector': 'app=a b'}, 'unable to parse requirement'),
+    ({'label_selector': 'tier>x'}, "for 'Gt', 'Lt' operators, the value must be an integer"),
+])
+def test_bad_selectors_are_400(labelled, kwargs, message):
+    code, body = error(labelled.list_pod_for_all_namespaces, **kwargs)
+    assert code == 400 and body['reason'] == 'BadRequest' and message in body['message']
+
+
+def test_node_field_selector_and_unsupported_on_nodes(api):
+    api.add('v1', 'nodes', {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n1'},
+                            'spec': {'unschedulable': True}})
+    api.add('v1', 'nodes', {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n2'}})
+    v1 = core(api)
+    assert [n.metadata.name for n in v1.list_node(field_selector='spec.unschedulable=true').items] == ['n1']
+    assert [n.metadata.name for n in v1.list_node(field_selector='spec.unschedulable!=true').items] == ['n2']
+    assert error(v1.list_node, field_selector='status.phase=Running')[1]['message'] == (
+        'field label not supported: status.phase')
+
+
+# ------------------------------------------------------------------ dry runs and validation
+
+def test_dry_run_validates_but_stores_nothing(api):
+    v1 = core(api)
+    created = v1.create_namespaced_pod('default', pod('p'), dry_run='All')
+    assert created.metadata.name == 'p' and created.metadata.uid
+    assert api.get('v1', 'pods', 'p', 'default') is None
+    code, body = error(v1.create_namespaced_pod, 'default', pod('Bad_Name'), dry_run='All')
+    assert code == 422
+    v1.create_namespaced_pod('default', pod('p'))
+    v1.patch_namespaced_pod('p', 'default', {'metadata': {'labels': {'x': 'y'}}}, dry_run='All')
+    v1.delete_namespaced_pod('p', 'default', dry_run='All')
+    stored = api.get('v1', 'pods', 'p', 'default')
+    assert stored is not None and stored['metadata']['labels'] == {}
+    code, _h, body = raw(api, 'DELETE', '/api/v1/namespaces/default/pods/p?dryRun=Some')
+    assert code == 400 and 'dry run' in body['message']
+
+
+def test_custom_resources_are_validated_against_the_crd(api):
+    objects = custom(api)
+    code, body = error(objects.create_cluster_custom_object, GROUP, VERSION, PLURAL,
+                       policy(ofedDriver={'image': 7}, nicConfigurationOperator={
+                           'operator': {'image': 'op'}, 'configurationDaemon': {'image': 'd'}, 'logLevel': 'trace'}))
+    assert code == 422 and body['reason'] == 'Invalid'
+    assert body['details']['causes'] == [
+        {'reason': 'FieldValueNotSupported', 'field': 'spec.nicConfigurationOperator.logLevel',
+         'message': 'Unsupported value: "trace": supported values: "info", "debug"'},
+        {'reason': 'FieldValueTypeInvalid', 'field': 'spec.ofedDriver.image',
+         'message': 'Invalid value: "integer": spec.ofedDriver.image in body must be of type string: "integer"'}]
+    assert body['message'].startswith('NicClusterPolicy.mellanox.com "nic-cluster-policy" is invalid: [')
+    assert body['details']['group'] == GROUP and body['details']['kind'] == 'NicClusterPolicy'
+
+
+def test_field_validation_strict_warn_ignore(api):
+    body = policy(rdmaSharedDevicePlugin={'image': 'plugin', 'rdmaHcaMax': 63})
+    code, _h, answer = raw(api, 'POST', '/apis/%s/%s/%s?fieldValidation=Strict' % (GROUP, VERSION, PLURAL), body)
+    assert code == 400 and answer['message'] == (
+        'NicClusterPolicy in version "v1alpha1" cannot be handled as a NicClusterPolicy: strict decoding error: '
+        'unknown field "spec.rdmaSharedDevicePlugin.rdmaHcaMax"')
+    code, headers, answer = raw(api, 'POST', '/apis/%s/%s/%s' % (GROUP, VERSION, PLURAL), body)
+    assert code == 201
+    assert headers.get('Warning') == '299 - "unknown field \\"spec.rdmaSharedDevicePlugin.rdmaHcaMax\\""'
+    assert 'rdmaHcaMax' not in answer['spec']['rdmaSharedDevicePlugin']
+    assert answer['spec']['rdmaSharedDevicePlugin']['imagePullSecrets'] == []  # the CRD's default
+    raw(api, 'DELETE', '/apis/%s/%s/%s/nic-cluster-policy' % (GROUP, VERSION, PLURAL))
+    code, headers, answer = raw(api, 'POST', '/apis/%s/%s/%s?fieldValidation=Ignore' % (GROUP, VERSION, PLURAL), body)
+    assert code == 201 and 'Warning' not in headers and 'rdmaHcaMax' not in answer['spec']['rdmaSharedDevicePlugin']
+
+
+def test_built_in_objects_strict_and_type_errors(api):
+    bad = pod('p')
+    bad['spec']['containers'][0]['ulimits'] = {'memlock': -1}
+    code, _h, body = raw(api, 'POST', '/api/v1/namespaces/default/pods?fieldValidation=Strict', bad)
+    assert code == 400 and body['message'] == ('Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+                                               'unknown field "spec.containers[0].ulimits"')
+    wrong = pod('p')
+    wrong['spec']['containers'][0]['env'] = [{'name': 'A', 'value': True}]
+    code, _h, body = raw(api, 'POST', '/api/v1/namespaces/default/pods', wrong)
+    assert code == 400 and body['message'] == ('Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal '
+                                               'bool into Go struct field Pod.spec.containers.env.value of type string')
+
+
+# ------------------------------------------------------------------ patches
+
+@pytest.fixture
+def configmap(api):
+    core(api).create_namespaced_config_map('default', {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {
+        'name': 'cm', 'labels': {'a': '1'}}, 'data': {'x': '1', 'y': '2'}})
+    return '/api/v1/namespaces/default/configmaps/cm'
+
+
+def test_json_patch_operations(api, configmap):
+    patch = [{'op': 'add', 'path': '/data/z', 'value': '3'}, {'op': 'remove', 'path': '/data/x'},
+             {'op': 'replace', 'path': '/data/y', 'value': '20'}, {'op': 'copy', 'from': '/data/y', 'path': '/data/w'},
+             {'op': 'move', 'from': '/data/z', 'path': '/data/v'}, {'op': 'test', 'path': '/data/v', 'value': '3'},
+             {'op': 'add', 'path': '/metadata/labels/b~1c', 'value': '2'}]
+    code, _h, body = raw(api, 'PATCH', configmap, patch, 'application/json-patch+json')
+    assert code == 200 and body['data'] == {'y': '20', 'w': '20', 'v': '3'}
+    assert body['metadata']['labels'] == {'a': '1', 'b/c': '2'}
+
+
+@pytest.mark.parametrize('patch, message', [
+    ([{'op': 'test', 'path': '/data/x', 'value': 'other'}], 'testing value /data/x failed: test failed'),
+    ([{'op': 'remove', 'path': '/data/nope'}], 'Unable to remove nonexistent key: nope: missing value'),
+    ([{'op': 'replace', 'path': '/data/nope', 'value': '1'}], 'replace operation does not apply'),
+])
+def test_json_patch_that_does_not_apply_is_422(api, configmap, patch, message):
+    code, _h, body = raw(api, 'PATCH', configmap, patch, 'application/json-patch+json')
+    assert code == 422 and body['reason'] == 'Invalid'
+    assert body['message'] == 'the server rejected our request due to an error in our request'
+    assert message in body['details']['causes'][0]['message']
+    assert api.get('v1', 'configmaps', 'cm', 'default')['data'] == {'x': '1', 'y': '2'}
+
+
+def test_merge_patch_deletes_with_null_and_replaces_lists(api):
+    v1 = apps(api)
+    v1.create_namespaced_deployment('default', deployment())
+    path = '/apis/apps/v1/namespaces/default/deployments/web'
+    code, _h, body = raw(api, 'PATCH', path, {'metadata': {'labels': {'x': '1'}}, 'spec': {'template': {'spec': {
+        'containers': [{'name': 'only', 'image': 'only:1'}]}}}}, 'application/merge-patch+json')
+    assert code == 200 and [c['name'] for c in body['spec']['template']['spec']['containers']] == ['only']
+    code, _h, body = raw(api, 'PATCH', path, {'metadata': {'labels': {'x': None}}}, 'application/merge-patch+json')
+    assert code == 200 and body['metadata'].get('labels', {}) == {}
+
+
+def test_strategic_merge_uses_the_patch_merge_keys(api):
+    apps(api).create_namespaced_deployment('default', deployment())
+    path = '/apis/apps/v1/namespaces/default/deployments/web'
+    code, _h, body = raw(api, 'PATCH', path, {'spec': {'template': {'spec': {
+        'containers': [{'name': 'app', 'env': [{'name': 'B', 'value': '20'}, {'name': 'C', 'value': '3'}]},
+                       {'name': 'sidecar', '$patch': 'delete'}],
+        'tolerations': [{'key': 'b', 'operator': 'Exists'}]}}}}, 'application/strategic-merge-patch+json')
+    assert code == 200, body
+    spec = body['spec']['template']['spec']
+    assert spec['containers'] == [{'name': 'app', 'image': 'app:1', 'env': [
+        {'name': 'A', 'value': '1'}, {'name': 'B', 'value': '20'}, {'name': 'C', 'value': '3'}]}]
+    assert spec['tolerations'] == [{'key': 'b', 'operator': 'Exists'}]  # no merge key: replaced
+
+
+def test_custom_resources_refuse_strategic_merge(api):
+    custom(api).create_cluster_custom_object(GROUP, VERSION, PLURAL, policy(tolerations=[]))
+    code, _h, body = raw(api, 'PATCH', '/apis/%s/%s/%s/nic-cluster-policy' % (GROUP, VERSION, PLURAL),
+                         {'spec': {'tolerations': []}}, 'application/strategic-merge-patch+json')
+    assert code == 415 and body['reason'] == 'UnsupportedMediaType'
+    assert 'application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml' in body['message']
+
+
+def test_server_side_apply(api):
+    path = '/apis/%s/%s/%s/nic-cluster-policy' % (GROUP, VERSION, PLURAL)
+    applied = policy(tolerations=[{'key': 'a', 'operator': 'Exists'}], nvIpam={'image': 'ipam', 'enableWebhook': False})
+    code, _h, body = raw(api, 'PATCH', path, yaml.safe_dump(applied), 'application/apply-patch+yaml')
+    assert code == 422 and body['message'].startswith('PatchOptions.meta.k8s.io "" is invalid: fieldManager: '
+                                                      'Required value')
+    code, _h, body = raw(api, 'PATCH', path + '?fieldManager=gpunet', yaml.safe_dump(applied),
+                         'application/apply-patch+yaml')
+    assert code == 201 and body['spec']['nvIpam']['enableWebhook'] is False
+    raw(api, 'PATCH', path, {'spec': {'ofedDriver': {'image': 'doca-driver'}}}, 'application/merge-patch+json')
+    applied['spec'].pop('nvIpam')
+    code, _h, body = raw(api, 'PATCH', path + '?fieldManager=gpunet', yaml.safe_dump(applied),
+                         'application/apply-patch+yaml')
+    assert code == 200 and 'nvIpam' not in body['spec']  # dropped by its manager
+    assert body['spec']['ofedDriver']['image'] == 'doca-driver'  # another writer's field stays
+
+
+def test_status_subresource(api):
+    objects = custom(api)
+    objects.create_cluster_custom_object(GROUP, VERSION, PLURAL,
+                                         dict(policy(tolerations=[]), status={'state': 'ready'}))
+    stored = api.get('%s/%s' % (GROUP, VERSION), PLURAL, 'nic-cluster-policy')
+    assert 'status' not in stored  # dropped on create
+    path = '/apis/%s/%s/%s/nic-cluster-policy' % (GROUP, VERSION, PLURAL)
+    code, _h, body = raw(api, 'PATCH', path + '/status', {'status': {'state': 'ready'}, 'spec': {'tolerations': None}},
+                         'application/merge-patch+json')
+    assert code == 200 and body['status'] == {'state': 'ready'} and body['spec']['tolerations'] == []
+    code, _h, body = raw(api, 'PATCH', path, {'status': {'state': 'notReady'}, 'spec': {'nvIpam': {'image': 'i'}}},
+                         'application/merge-patch+json')
+    assert code == 200 and body['status'] == {'state': 'ready'} and body['spec']['nvIpam']['image'] == 'i'
+
+
+def test_resource_versions_and_conflicts(api):
+    objects = custom(api)
+    created = objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy(tolerations=[]))
+    first = created['metadata']['resourceVersion']
+    patched = objects.patch_cluster_custom_object(GROUP, VERSION, PLURAL, 'nic-cluster-policy',
+                                                  {'spec': {'nvIpam': {'image': 'i'}}})
+    assert int(patched['metadata']['resourceVersion']) > int(first)
+    assert patched['metadata']['generation'] == 2
+    stale = dict(created, spec={'tolerations': [{'key': 'x', 'operator': 'Exists'}]})
+    code, body = error(objects.replace_cluster_custom_object, GROUP, VERSION, PLURAL, 'nic-cluster-policy', stale)
+    assert code == 409 and body['reason'] == 'Conflict' and body['message'] == (
+        'Operation cannot be fulfilled on nicclusterpolicies.mellanox.com "nic-cluster-policy": the object has been '
+        'modified; please apply your changes to the latest version and try again')
+    unversioned = dict(stale, metadata={'name': 'nic-cluster-policy'})
+    code, body = error(objects.replace_cluster_custom_object, GROUP, VERSION, PLURAL, 'nic-cluster-policy', unversioned)
+    assert code == 422 and 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update' in \
+        body['message']
+    current = dict(stale, metadata=patched['metadata'])
+    replaced = objects.replace_cluster_custom_object(GROUP, VERSION, PLURAL, 'nic-cluster-policy', current)
+    assert replaced['spec']['tolerations'] == [{'key': 'x', 'operator': 'Exists'}]
+    same = objects.replace_cluster_custom_object(GROUP, VERSION, PLURAL, 'nic-cluster-policy', replaced)
+    assert same['metadata']['resourceVersion'] == replaced['metadata']['resourceVersion']  # a no-op changes nothing
+
+
+def test_delete_answers_as_the_registry_does(api):
+    v1 = core(api)
+    v1.create_namespaced_pod('default', pod('p'))
+    v1.create_namespaced_config_map('default', {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c'}})
+    code, _h, body = raw(api, 'DELETE', '/api/v1/namespaces/default/pods/p')
+    assert code == 200 and body['kind'] == 'Pod'  # pods return the deleted object
+    code, _h, body = raw(api, 'DELETE', '/api/v1/namespaces/default/configmaps/c')
+    assert code == 200 and body['kind'] == 'Status' and body['status'] == 'Success'
+    assert body['details']['name'] == 'c' and body['details']['kind'] == 'configmaps'
+    code, _h, body = raw(api, 'DELETE', '/api/v1/namespaces/default/configmaps/c')
+    assert code == 404
+
+
+def test_pod_log(api):
+    v1 = core(api)
+    v1.create_namespaced_pod('default', pod('p'))
+    api.set_log('default', 'p', 'one\ntwo\nthree\n')
+    assert v1.read_namespaced_pod_log('p', 'default') == 'one\ntwo\nthree\n'
+    assert v1.read_namespaced_pod_log('p', 'default', tail_lines=1) == 'three\n'
+    assert error(v1.read_namespaced_pod_log, 'q', 'default')[0] == 404
+
+
+# ------------------------------------------------------------------ behaviours for error tests
+
+def test_unknown_token_is_401(api):
+    code, body = error(kubernetes.client.CoreV1Api(client(api, token='expired')).list_node)
+    assert code == 401 and body == {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
+                                    'message': 'Unauthorized', 'reason': 'Unauthorized', 'code': 401}
+
+
+def test_forbidden_as_rbac_words_it(api):
+    api.forbid('patch', 'nodes/status')
+    api.add('v1', 'nodes', {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n1'}})
+    code, body = error(core(api).patch_node_status, 'n1', [{'op': 'add', 'path': '/status/capacity', 'value': {}}])
+    assert code == 403 and body['reason'] == 'Forbidden' and body['message'] == (
+        'nodes "n1" is forbidden: User "system:admin" cannot patch resource "nodes/status" in API group "" at the '
+        'cluster scope')
+    assert core(api).read_node('n1').metadata.name == 'n1'  # only that verb
+
+
+def test_text_answers_and_refused_connections(api):
+    api.answer_text(200, '<html>login</html>')
+    code, headers, body = raw(api, 'GET', '/api/v1/nodes')
+    assert code == 200 and headers['Content-Type'] == 'text/html' and body == '<html>login</html>'
+    api.stop()
+    with pytest.raises(urllib3.exceptions.MaxRetryError) as info:
+        urllib3.PoolManager().request('GET', api.url + '/version', retries=urllib3.Retry(0))
+    assert 'refused' in str(info.value.reason).lower()
+
+
+def test_kubernetes_core_client_against_the_double(api):
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    k8s = get_api_client(host=api.url, api_key=kube_apiserver.DEFAULT_TOKEN)
+    resource = k8s.resource('NicClusterPolicy', 'mellanox.com/v1alpha1')
+    k8s.create(resource, policy(tolerations=[]))
+    k8s.patch(resource, {'spec': {'tolerations': [{'key': 'a', 'operator': 'Exists'}]}}, name='nic-cluster-policy',
+              content_type='application/merge-patch+json')
+    got = k8s.get(resource, name='nic-cluster-policy').to_dict()
+    assert got['spec']['tolerations'] == [{'key': 'a', 'operator': 'Exists'}]
+    nodes = k8s.resource('Node', 'v1')
+    assert k8s.get(nodes).to_dict()['items'] == []

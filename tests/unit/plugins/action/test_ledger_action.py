@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The gpunet.rdma.ledger action through ansible-playbook: recorded on the controller, read back as a fact."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+
+
+def run_playbook(tmp_path, tasks):
+    playbook = tmp_path / 'play.yml'
+    playbook.write_text(textwrap.dedent('''\
+        - hosts: node1
+          gather_facts: false
+          tasks:
+        ''') + textwrap.indent(textwrap.dedent(tasks), '    '))
+    inventory = tmp_path / 'hosts.ini'
+    # An unreachable address: the action must never connect.
+    inventory.write_text('node1 ansible_host=192.0.2.1 ansible_connection=ssh\n')
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'),
+               ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_NOCOLOR='1')
+    done = subprocess.run(['ansible-playbook', '-i', str(inventory), str(playbook)], env=env, capture_output=True,
+                          text=True, check=False)
+    return done.returncode, json.loads(done.stdout[done.stdout.index('{'):])
+
+
+def task_results(output):
+    return [task['hosts']['node1'] for play in output['plays'] for task in play['tasks']]
+
+
+def test_record_read_back_and_resolve_without_connecting(tmp_path):
+    rc, output = run_playbook(tmp_path, '''\
+        - name: Record the firmware stage
+          gpunet.rdma.ledger:
+            stage: firmware
+            changed: true
+            pending: [{action: reboot, allowed: true, reason: mlx5_0 LINK_TYPE_P1}]
+            detail: {devices: []}
+        - name: Record the runtime stage
+          gpunet.rdma.ledger:
+            stage: runtime
+            pending: [runtime_restart]
+        - name: Plan the node's batch
+          ansible.builtin.debug:
+            msg: "{{ ansible_facts.gpunet_rdma_ledger | gpunet.rdma.rdma_rollout_plan }}"
+        - name: The reboot took everything
+          gpunet.rdma.ledger:
+            resolve: [reboot]
+            how: reboot
+        - name: Show the ledger
+          ansible.builtin.debug:
+            var: ansible_facts.gpunet_rdma_ledger
+        ''')
+    assert rc == 0, output
+    results = task_results(output)
+    assert [r.get('changed') for r in results[:2]] == [False, False]
+    assert results[2]['msg'] == {'reboot': True, 'actions': ['reboot'],
+                                 'reasons': ['firmware: reboot (mlx5_0 LINK_TYPE_P1)']}
+    ledger = results[4]['ansible_facts.gpunet_rdma_ledger']
+    assert sorted(ledger) == ['firmware', 'runtime']
+    assert ledger['firmware']['pending'] == [] and ledger['firmware']['detail'] == {'devices': [],
+                                                                                   'activated_by': 'reboot'}
+    assert ledger['runtime']['pending'] == [] and ledger['runtime']['status'] == 'changed'
+
+
+def test_wrong_input_fails_naming_the_stage(tmp_path):
+    rc, output = run_playbook(tmp_path, '''\
+        - name: A typo in an action
+          gpunet.rdma.ledger:
+            stage: firmware
+            pending: [firmware_rest]
+        ''')
+    assert rc == 2
+    result = task_results(output)[0]
+    assert result['failed'] is True
+    assert "gpunet.rdma.ledger: firmware: pending action 'firmware_rest' is not one of firmware_reset" in result['msg']
+
+
+def test_stage_or_resolve(tmp_path):
+    rc, output = run_playbook(tmp_path, '''\
+        - name: Neither
+          gpunet.rdma.ledger:
+            changed: true
+        ''')
+    assert rc == 2 and 'one of the following is required: stage, resolve' in task_results(output)[0]['msg']

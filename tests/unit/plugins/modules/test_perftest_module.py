@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The perftest module against the lab's perftest double (perftest cannot run on this kernel)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpunet.rdma.plugins.modules import perftest
+
+import sysfs_fixture
+
+HARDWARE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'lab', 'hardware')
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A lab root (sys/, bin/ with the doubles) of the A100 profile: mlx5_1 ACTIVE 200 Gb/s IB, mlx5_0 DOWN."""
+    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
+    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
+    sysfs_fixture.build_firmware(profile, str(tmp_path))
+    return tmp_path
+
+
+def run(args, capsys, check_mode=False):
+    if check_mode:
+        args = dict(args, _ansible_check_mode=True)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exit_info:
+            perftest.main()
+    return exit_info.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_bandwidth_and_latency_in_one_call(lab, capsys):
+    code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'tests': [
+        {'device': 'mlx5_1', 'port': 1, 'line_rate_gbps': 200},
+        {'device': 'mlx5_1', 'port': 1, 'tool': 'ib_read_lat', 'max_latency_usec': 50},
+        {'device': 'mlx5_0', 'port': 1, 'line_rate_gbps': 200}]}, capsys)
+    assert code == 0 and result['changed'] is False
+    bandwidth, latency, down = result['results']
+    assert bandwidth['ok'] is True and bandwidth['problem'] is None
+    # The field report's A100 figure: 183.61 Gb/s of 200.
+    assert bandwidth['record']['average_gbps'] == 183.61 and bandwidth['record']['line_rate_pct'] == 91.8
+    assert bandwidth['client_argv'][1:] == ['-d', 'mlx5_1', '-i', '1', '-p', bandwidth['client_argv'][6], '-s',
+                                            '65536', '--report_gbits', '127.0.0.1']
+    assert bandwidth['server_rc'] == 0 and 'Gb/sec' in bandwidth['server_stdout']
+    assert latency['ok'] is True and latency['record']['t_typical_usec'] > 0
+    # mlx5_0 is DOWN: perftest refuses, the problem says why, and no server is left behind.
+    assert down['ok'] is False and 'not ACTIVE' in down['problem']
+    assert down['server_rc'] is not None
+    assert result['failed_tests'] == ['mlx5_0/1 ib_write_bw']
+
+
+def test_a_slow_port_misses_the_line_rate(lab, capsys):
+    (lab / 'perftest').mkdir(exist_ok=True)
+    (lab / 'perftest' / 'faults.json').write_text(json.dumps({'mlx5_1/1': {'share': 0.45}}))
+    code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'tests': [
+        {'device': 'mlx5_1', 'line_rate_gbps': 200}]}, capsys)
+    assert code == 0
+    test = result['results'][0]
+    assert test['ok'] is False and 'below 90 %' in test['problem']
+    assert 40 < test['record']['line_rate_pct'] < 50
+
+
+def test_check_mode_runs_nothing(lab, capsys):
+    code, result = run({'tool_dir': str(lab / 'bin'), 'tests': [{'device': 'mlx5_1'}]}, capsys, check_mode=True)
+    assert code == 0 and result['results'][0]['skipped'] is True and result['results'][0]['client_argv'] == []
+    assert not (lab / 'firmware' / 'calls.log').exists() or 'ib_write_bw' not in (lab / 'firmware' / 'calls.log').read_text()
+
+
+def test_a_tool_dir_without_the_tool(tmp_path, capsys):
+    code, result = run({'tool_dir': str(tmp_path), 'tests': [{'device': 'mlx5_1'}]}, capsys)
+    assert code == 1 and 'ib_write_bw' in result['msg'] and 'does not exist' in result['msg']
