@@ -10,6 +10,7 @@ Documentation: the .yml files.
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible.plugins.filter.core import to_nice_yaml
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
     line_rate_result, parse_ulimit, ulimit_problem)
@@ -69,6 +70,26 @@ def rdma_perftest_records(results, ports, host, kind='loopback'):
     return records
 
 
+def rdma_manifest_files(objects, extra=None):
+    """``[{name, content}]`` for gpunet.rdma.manifests: ``<kind>-<name>.yaml`` per Kubernetes object, YAML as
+    ``to_nice_yaml(indent=2)`` writes it; ``extra`` maps more file names to data (YAML) or text (kept as it is)."""
+    if isinstance(objects, (str, dict)) or not isinstance(objects, (list, tuple)):
+        raise AnsibleFilterError('rdma_manifest_files: the input must be a list of Kubernetes objects, got %s'
+                                 % type(objects).__name__)
+    if extra is not None and not isinstance(extra, dict):
+        raise AnsibleFilterError('rdma_manifest_files: extra must map file names to content, got %s'
+                                 % type(extra).__name__)
+    files = []
+    for name, data in sorted((extra or {}).items()):
+        files.append({'name': name, 'content': data if isinstance(data, str) else to_nice_yaml(data, indent=2)})
+    for obj in objects:
+        if not isinstance(obj, dict) or not obj.get('kind') or not (obj.get('metadata') or {}).get('name'):
+            raise AnsibleFilterError('rdma_manifest_files: every object needs kind and metadata.name, got %r' % (obj,))
+        files.append({'name': '%s-%s.yaml' % (str(obj['kind']).lower(), obj['metadata']['name']),
+                      'content': to_nice_yaml(obj, indent=2)})
+    return files
+
+
 def rdma_validation_manifests(network_operator_result, spiderpool_result, ports_by_host, options=None):
     options = dict(options or {})
     if not options.get('image'):
@@ -91,6 +112,7 @@ class FilterModule(object):
             'rdma_line_rate': rdma_line_rate,
             'rdma_perftest_tests': rdma_perftest_tests,
             'rdma_perftest_records': rdma_perftest_records,
+            'rdma_manifest_files': rdma_manifest_files,
             'rdma_pod_result': rdma_pod_result,
             'rdma_validation_manifests': rdma_validation_manifests,
         }

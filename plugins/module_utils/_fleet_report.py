@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, check_envelope
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, check_envelope, plain
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import summary as ledger_summary
 
 EXPECTATION_KEYS = ('link_layer', 'min_active_ports', 'min_rate_gbps', 'devices')
@@ -294,7 +294,7 @@ def stage_rows(ledger):
     """The Stages table of one ledger: stage, status, changed, pending actions (allowed or waiting), problems."""
     rows = []
     for name, entry in sorted((ledger or {}).items()):
-        entry = check_envelope(entry, name)
+        entry = check_envelope(entry, name, detail=False)
         rows.append({'stage': name, 'status': entry['status'], 'changed': entry['changed'],
                      'pending': ['%s%s' % (item['action'], '' if item['allowed'] else ' (waits for permission)')
                                  for item in entry['pending']],
@@ -311,7 +311,8 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
     ``gpunet_rdma_ledger``: every stage is read from there, never from a role's own variables. ``fabrics`` is the
     ``groups`` part of the fleet's fabrics (generation and line rate per group), for the Groups section.
     """
-    ledgers = dict(ledgers or {})
+    # One walk into plain data: what Ansible passes in templates itself on every access.
+    ledgers, results, fabrics = plain(ledgers or {}), plain(results), plain(fabrics or {})
     controller = ledgers.get(CONTROLLER) or {}
     by_host = dict((r['host'], dict(r)) for r in results)
     hosts = []
@@ -608,6 +609,7 @@ def _groups_section(report):
 
 def render_markdown(report):
     """Render the fleet report as Markdown (stable output: same report, same bytes)."""
+    report = plain(report)
     summary = report['summary']
     lines = [
         '# RDMA fleet report',

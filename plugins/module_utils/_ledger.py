@@ -18,7 +18,6 @@ touching either. Free of Ansible imports.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 
 STATUSES = ('ok', 'changed', 'pending', 'failed', 'skipped')
@@ -76,6 +75,21 @@ def normalize_pending(pending, stage='stage'):
     return result
 
 
+def plain(value):
+    """A plain copy of nested dicts, lists and scalars (mappings and sequences of any kind become dict and list).
+
+    Ansible hands filters and actions lazy containers that template on every access; one walk makes plain data that
+    the rest reads cheaply.
+    """
+    if isinstance(value, Mapping):
+        return dict((str(key), plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
 def envelope(stage, changed=False, pending=None, problems=None, detail=None, status=None, failed=False):
     """One stage's outcome, validated; ``status`` is derived when not given.
 
@@ -94,18 +108,23 @@ def envelope(stage, changed=False, pending=None, problems=None, detail=None, sta
     if status not in STATUSES:
         raise LedgerError('%s: status %r is not one of %s' % (stage, status, ', '.join(STATUSES)))
     return {'stage': stage, 'status': status, 'changed': changed, 'pending': pending, 'problems': problems,
-            'detail': copy.deepcopy(dict(detail or {}))}
+            'detail': plain(detail or {})}
 
 
-def check_envelope(entry, stage=None):
-    """An envelope read back from a ledger (e.g. a fact of an earlier play), validated again."""
+def check_envelope(entry, stage=None, detail=True):
+    """An envelope read back from a ledger (e.g. a fact of an earlier play), validated again.
+
+    ``detail=False`` leaves the detail out (an empty dict) for readers that only need status and pending: a detail
+    may be large (every firmware value of every device), and Ansible hands it over as data that templates itself on
+    every access.
+    """
     if not isinstance(entry, Mapping):
         raise LedgerError('ledger entry %s is not a dict: %r' % (stage or '', entry))
     missing = [key for key in ENVELOPE_KEYS if key not in entry]
     if missing:
         raise LedgerError('ledger entry %s lacks %s' % (stage or entry.get('stage'), ', '.join(missing)))
-    return envelope(entry['stage'], entry['changed'], entry['pending'], entry['problems'], entry['detail'],
-                    entry['status'])
+    return envelope(entry['stage'], entry['changed'], entry['pending'], entry['problems'],
+                    entry['detail'] if detail else None, entry['status'])
 
 
 def record(ledger, stage, **fields):
@@ -114,7 +133,8 @@ def record(ledger, stage, **fields):
         ledger = {}
     if not isinstance(ledger, Mapping):
         raise LedgerError('the ledger must be a dict of stage name -> envelope, got %s' % type(ledger).__name__)
-    result = dict((name, copy.deepcopy(dict(entry))) for name, entry in ledger.items())
+    # The other stages' envelopes are kept as they are (they were checked when recorded).
+    result = dict((str(name), entry) for name, entry in ledger.items())
     result[stage] = envelope(stage, **fields)
     return result
 
@@ -130,6 +150,9 @@ def resolve(ledger, actions, how):
     done = set(ACTION_NAMES) if 'reboot' in actions else set(actions)
     result = {}
     for name, entry in ledger.items():
+        if not [item for item in check_envelope(entry, name, detail=False)['pending'] if item['action'] in done]:
+            result[name] = entry
+            continue
         entry = check_envelope(entry, name)
         left = [item for item in entry['pending'] if item['action'] not in done]
         if len(left) != len(entry['pending']):
@@ -149,7 +172,7 @@ def plan(ledger):
     allowed = []
     reasons = []
     for name, entry in sorted((ledger or {}).items()):
-        for item in check_envelope(entry, name)['pending']:
+        for item in check_envelope(entry, name, detail=False)['pending']:
             if item['allowed']:
                 allowed.append(item['action'])
                 reasons.append('%s: %s%s' % (name, dict(ACTIONS)[item['action']],
@@ -167,7 +190,7 @@ def summary(ledgers):
     failed = []
     for host, ledger in sorted((ledgers or {}).items()):
         for name, entry in sorted((ledger or {}).items()):
-            entry = check_envelope(entry, name)
+            entry = check_envelope(entry, name, detail=False)
             by_status[entry['status']] += 1
             for item in entry['pending']:
                 hosts = pending.setdefault(item['action'], [])

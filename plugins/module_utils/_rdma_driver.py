@@ -357,3 +357,96 @@ def explain_modprobe_failure(module, text):
                 'gdrdrv with gdrcopy (gpudirect_gdrcopy_source). Install it for this kernel, or use '
                 'gpudirect_mode: gpu_operator.' % (module, text))
     return 'Loading %s failed: %s. See `dmesg | tail` on the node.' % (module, text)
+
+
+# ----------------------------------------------------------------- distribution and packages
+
+# os-release ID / ID_LIKE words -> the os_family names Ansible's setup module uses.
+_OS_FAMILIES = (('debian', 'Debian'), ('ubuntu', 'Debian'), ('rhel', 'RedHat'), ('fedora', 'RedHat'),
+                ('centos', 'RedHat'), ('rocky', 'RedHat'), ('almalinux', 'RedHat'), ('ol', 'RedHat'),
+                ('suse', 'Suse'), ('sles', 'Suse'), ('opensuse', 'Suse'))
+_OS_RELEASE_LINE = re.compile(r'^(?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$')
+_PACKAGE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+_-]{0,127}$')
+
+
+def parse_os_release(text):
+    """/etc/os-release -> ``{id, id_like, version_id, pretty_name, family}`` (family as Ansible's os_family, or None).
+
+    Values may be quoted in double or single quotes (os-release(5)); lines that are not KEY=value are ignored, as
+    systemd ignores them.
+    """
+    values = {}
+    for line in (text or '').splitlines():
+        match = _OS_RELEASE_LINE.match(line.strip())
+        if not match:
+            continue
+        value = match.group('value').strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+            value = value[1:-1]
+        values[match.group('key')] = value
+    words = [values.get('ID', '').lower()] + values.get('ID_LIKE', '').lower().split()
+    family = next((name for word in words for key, name in _OS_FAMILIES if word == key), None)
+    return {'id': values.get('ID') or None, 'id_like': values.get('ID_LIKE', '').split(),
+            'version_id': values.get('VERSION_ID') or None, 'pretty_name': values.get('PRETTY_NAME') or None,
+            'family': family}
+
+
+def check_package_names(names):
+    bad = [name for name in names if not isinstance(name, str) or not _PACKAGE_NAME.match(name)]
+    if bad:
+        raise DriverError('packages: %s %s not a package name (letters, digits, . + _ -)'
+                          % (', '.join(repr(name) for name in bad), 'is' if len(bad) == 1 else 'are'))
+
+
+def parse_dpkg_status(text, names):
+    """dpkg's status database -> ``{name: version or None}`` for ``names`` (installed means "install ok installed").
+
+    Stanzas are separated by blank lines; a package of another architecture (``Package: x`` twice, multi-arch) counts
+    as installed when any stanza says so.
+    """
+    wanted = set(names)
+    result = dict((name, None) for name in names)
+    for stanza in re.split(r'\n\s*\n', (text or '').replace('\r\n', '\n')):
+        fields = {}
+        for line in stanza.splitlines():
+            if line[:1] in (' ', '\t') or ':' not in line:
+                continue
+            key, _sep, value = line.partition(':')
+            fields[key.strip()] = value.strip()
+        name = fields.get('Package')
+        if name in wanted and fields.get('Status', '').split()[-1:] == ['installed'] and result[name] is None:
+            result[name] = fields.get('Version') or ''
+    return result
+
+
+def parse_rpm_query(text, names, rc=0):
+    """``rpm -q --qf '%{NAME} %{VERSION}-%{RELEASE}\\n' NAMES`` -> ``{name: version or None}``.
+
+    rpm prints one "NAME VERSION-RELEASE" line per installed package (several for multilib; the first wins) and
+    "package NAME is not installed" for a missing one, and exits with the number of missing packages. Any other
+    line, a package it did not report, or an exit status that does not match the missing ones means rpm did not
+    answer the query (a locked or damaged database): DriverError, never a guess.
+    """
+    result = dict((name, None) for name in names)
+    answered, missing = set(), 0
+    for line in (text or '').splitlines():
+        if not line.strip():
+            continue
+        words = line.split()
+        absent = re.match(r'^package (\S+) is not installed$', line.strip())
+        if absent and absent.group(1) in result:
+            answered.add(absent.group(1))
+            missing += 1
+        elif len(words) == 2 and words[0] in result:
+            answered.add(words[0])
+            if result[words[0]] is None:
+                result[words[0]] = words[1]
+        else:
+            raise DriverError('rpm printed %r, which is neither "NAME VERSION-RELEASE" nor "package NAME is not '
+                              'installed" for a package asked for' % printable(line.strip(), 120))
+    unanswered = [name for name in names if name not in answered]
+    if unanswered:
+        raise DriverError('rpm did not report on %s' % ', '.join(unanswered))
+    if rc != min(missing, 255):
+        raise DriverError('rpm reported %d missing package(s) but exited %d' % (missing, rc))
+    return result

@@ -69,6 +69,22 @@ options:
     description: Path of the iproute2 C(rdma) tool; default searches E(PATH) (MLNX_OFED's own copy in
       C(/opt/mellanox/iproute2/sbin) first).
     type: path
+  packages:
+    description:
+      - Distribution packages to report the installed version of (RV(ansible_facts.rdma_driver.packages)), e.g. the
+        RDMA userspace the driver stage installs, so that a run finds them installed without asking the package
+        manager again. Read from dpkg's status database, or with one C(rpm -q) call.
+    type: list
+    elements: str
+    default: []
+  os_release_path:
+    description: The os-release file (RV(ansible_facts.rdma_driver.os)); C(/usr/lib/os-release) when it is missing.
+    type: path
+    default: /etc/os-release
+  dpkg_status_path:
+    description: dpkg's status database, read for O(packages) on Debian-like hosts.
+    type: path
+    default: /var/lib/dpkg/status
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -198,24 +214,39 @@ ansible_facts:
             (C(/sys/kernel/mm/memory_peers/NAME/version)); C(nv_mem) is GPUDirect RDMA's.
           type: dict
           sample: {nv_mem: "1.3"}
+        os:
+          description: The distribution from os-release - C(id), C(id_like), C(version_id), C(pretty_name) and
+            C(family) (Ansible's os_family names, V(Debian), V(RedHat), V(Suse), or null), so that stages choose
+            their package names without gathering facts.
+          type: dict
+          sample: {id: debian, id_like: [], version_id: "12", pretty_name: Debian GNU/Linux 12 (bookworm), family: Debian}
+        package_manager:
+          description: Where O(packages) were read from, V(dpkg) or V(rpm); null when none was asked for or neither
+            exists.
+          type: str
+        packages:
+          description: O(packages) to the installed version, or null when not installed.
+          type: dict
+          sample: {rdma-core: 44.0-2, perftest: null}
 '''
 
 import os
 import platform
 
-
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
+    HostReadError,
     find_tool,
     output_summary,
     printable,
+    read_text,
     run_tool,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
-    RDMA_CORE_MODULES, DriverError, check_kernel_release, check_module_names, kernel_modules, kernels_with_ofed,
-    loaded_module, memory_peers, netns_mode_from_option, ofed_state, parse_ofed_info, parse_rdma_system,
-    persisted_option)
+    RDMA_CORE_MODULES, DriverError, check_kernel_release, check_module_names, check_package_names, kernel_modules,
+    kernels_with_ofed, loaded_module, memory_peers, netns_mode_from_option, ofed_state, parse_dpkg_status,
+    parse_ofed_info, parse_os_release, parse_rdma_system, parse_rpm_query, persisted_option)
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import sysfs_root_problem
 
 # MLNX_OFED installs ofed_info in /usr/bin and its own iproute2 under /opt/mellanox; searched before PATH.
@@ -283,6 +314,41 @@ def read_netns(module, warn):
     return result
 
 
+def read_os_release(module):
+    """The distribution from os-release (os-release(5): /etc, else /usr/lib); all None when neither exists."""
+    for path in (module.params['os_release_path'], '/usr/lib/os-release'):
+        if path and os.path.lexists(path):
+            try:
+                return parse_os_release(read_text(path, lenient=True))
+            except HostReadError as exc:
+                module.fail_json(msg='os_release_path: %s. Point it at the os-release file.' % exc)
+    return parse_os_release('')
+
+
+def read_packages(module):
+    """(package manager, {name: installed version or None}) for the packages option; (None, {}) when none asked."""
+    names = module.params['packages']
+    if not names:
+        return None, {}
+    status = module.params['dpkg_status_path']
+    if os.path.lexists(status):
+        try:
+            return 'dpkg', parse_dpkg_status(read_text(status, lenient=True), names)
+        except HostReadError as exc:
+            module.fail_json(msg='dpkg_status_path: %s. Point it at dpkg\'s status database.' % exc)
+    rpm = find_tool(module, 'rpm', None, required=False)
+    if rpm:
+        rc, out, err = run_tool(module, [rpm, '-q', '--qf', '%{NAME} %{VERSION}-%{RELEASE}\\n'] + list(names),
+                                  what='rpm')
+        # rpm exits non-zero when any package is missing; its lines say which.
+        try:
+            return 'rpm', parse_rpm_query(out, names, rc)
+        except DriverError as exc:
+            module.fail_json(msg='%s (rpm -q exited %d%s). Check that the RPM database is readable on this host.'
+                             % (exc, rc, ': ' + output_summary('', err, 300) if err.strip() else ''))
+    return None, dict((name, None) for name in names)
+
+
 def check_paths(module):
     params = module.params
     problem = sysfs_root_problem(params['sysfs_root'])
@@ -304,6 +370,9 @@ def main():
             modprobe_dir=dict(type='path', default='/etc/modprobe.d'),
             ofed_info_path=dict(type='path'),
             rdma_path=dict(type='path'),
+            packages=dict(type='list', elements='str', default=[]),
+            os_release_path=dict(type='path', default='/etc/os-release'),
+            dpkg_status_path=dict(type='path', default='/var/lib/dpkg/status'),
         ),
         supports_check_mode=True,
     )
@@ -312,6 +381,7 @@ def main():
     try:
         kernel = check_kernel_release(params['kernel'] if params['kernel'] is not None else platform.release())
         check_module_names(params['modules'])
+        check_package_names(params['packages'])
         names = list(RDMA_CORE_MODULES) + [name for name in params['modules'] if name not in RDMA_CORE_MODULES]
         modules, dep_found = kernel_modules(params['modules_root'], kernel, names, module.warn)
         for name, entry in modules.items():
@@ -323,6 +393,8 @@ def main():
     ofed = ofed_state(read_ofed(module), kernel, modules, ofed_kernels, params['sysfs_root'])
     facts = dict(kernel=kernel, modules_dep_found=dep_found, ofed=ofed, modules=modules, netns=netns,
                  memory_peers=memory_peers(params['sysfs_root']))
+    facts['os'] = read_os_release(module)
+    facts['package_manager'], facts['packages'] = read_packages(module)
     module.exit_json(changed=False, ansible_facts=dict(rdma_driver=facts))
 
 

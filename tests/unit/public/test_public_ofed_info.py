@@ -64,7 +64,7 @@ def test_parser_reads_the_artifact(name):
 def test_driver_facts_read_the_artifact(name, tmp_path, capsys, monkeypatch):
     """-s answers with the artifact; an artifact of `ofed_info` without -s is the answer after -s printed nothing."""
     warnings = []
-    monkeypatch.setattr(rdma_driver_facts.AnsibleModule, 'warn', lambda self, text: warnings.append(text))
+    monkeypatch.setattr(rdma_driver_facts.RdmaModule, 'warn', lambda self, text: warnings.append(text))
     flavor, release, short = EXPECTED[name]
     tool = tmp_path / 'ofed_info'
     artifact = os.path.abspath(os.path.join(HERE, name))

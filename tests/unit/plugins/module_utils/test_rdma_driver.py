@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
+    parse_dpkg_status, parse_os_release, parse_rpm_query,
     DriverError,
     check_kernel_release,
     check_module_names,
@@ -363,3 +364,48 @@ def test_modprobe_failure_without_module_support():
 
 def test_modprobe_failure_other():
     assert explain_modprobe_failure('gdrdrv', 'Operation not permitted').endswith('See `dmesg | tail` on the node.')
+
+
+@PROPERTY
+@given(st.text(max_size=300))
+def test_property_os_release_any_text(text):
+    result = parse_os_release(text)
+    assert result['family'] in (None, 'Debian', 'RedHat', 'Suse')
+    assert isinstance(result['id_like'], list)
+
+
+@PROPERTY
+@given(st.dictionaries(st.sampled_from(['ID', 'ID_LIKE', 'VERSION_ID', 'NAME']),
+                       st.text(st.characters(blacklist_characters='\n\r"\'\\\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029'),
+                               max_size=20)),
+       st.sampled_from(['"', "'", '']))
+def test_property_os_release_values_round_trip(values, quote):
+    text = ''.join('%s=%s%s%s\n' % (key, quote, value, quote) for key, value in values.items())
+    expected = values.get('ID', '')
+    if not quote:  # unquoted values lose surrounding blanks, as systemd's parser drops them
+        expected = expected.strip()
+    assert parse_os_release(text)['id'] == (expected or None)
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.sampled_from(['rdma-core', 'perftest', 'libc6']),
+                          st.sampled_from(['install ok installed', 'deinstall ok config-files', 'hold ok installed',
+                                           'install ok half-configured', 'purge ok not-installed']),
+                          st.from_regex(r'\A[0-9][0-9a-z.+~:-]{0,10}\Z')), max_size=6))
+def test_property_dpkg_status_installed_means_an_installed_stanza(stanzas):
+    text = '\n\n'.join('Package: %s\nStatus: %s\nVersion: %s' % stanza for stanza in stanzas)
+    result = parse_dpkg_status(text, ['rdma-core', 'perftest', 'libc6'])
+    for name, version in result.items():
+        installed = [v for n, status, v in stanzas if n == name and status.endswith(' installed')]
+        assert version == (installed[0] if installed else None)
+
+
+@PROPERTY
+@given(st.text(max_size=200), st.integers(0, 3))
+def test_property_rpm_query_any_text(text, rc):
+    try:
+        result = parse_rpm_query(text, ['rdma-core', 'perftest'], rc)
+    except DriverError:
+        return
+    assert set(result) == {'rdma-core', 'perftest'}
+    assert sum(1 for v in result.values() if v is None) <= rc
