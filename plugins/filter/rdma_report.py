@@ -74,8 +74,8 @@ def rdma_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
         raise AnsibleFilterError('rdma_fleet_report: ledgers: %s' % exc)
 
 
-def rdma_firmware_result(module_results, host, apply, wanted=None, previous=None):
-    return firmware_result(list(module_results or []), host, apply, list(wanted or []), previous)
+def rdma_firmware_result(module_results, host, apply, wanted=None, previous=None, targets=None):
+    return firmware_result(list(module_results or []), host, apply, list(wanted or []), previous, targets)
 
 
 def rdma_report_markdown(report):

@@ -161,8 +161,11 @@ def evaluate_host(ports, expectation):
     return {'verdict': verdict, 'ok_ports': len(ok), 'ports': checked, 'problems': problems}
 
 
-def firmware_result(module_results, host, apply, wanted=None, previous=None):
+def firmware_result(module_results, host, apply, wanted=None, previous=None, targets=None):
     """Condense the per-PCI-function results of the mlxconfig module into one host record.
+
+    ``module_results`` are the entries of a loop over devices (each with its ``item``) or the ``results`` of one
+    call with ``devices``; ``targets`` ({device, pci_address} each) names the PCI functions of the latter.
 
     ``wanted`` names the parameters the host's group asks for; their Current and
     Next Boot values are kept. ``previous`` is the record from before an
@@ -170,9 +173,10 @@ def firmware_result(module_results, host, apply, wanted=None, previous=None):
     comes from the new query.
     """
     previous_changes = dict((d['pci_address'], d['changes']) for d in (previous or {}).get('devices', []))
+    by_address = dict((target.get('pci_address'), target) for target in (targets or []) if isinstance(target, dict))
     devices = []
     for result in module_results:
-        item = result.get('item') or {}
+        item = result.get('item') or by_address.get(result.get('device')) or {}
         pci_address = item.get('pci_address') or result.get('device')
         config = result.get('config') or {}
         pending = list(result.get('pending') or [])

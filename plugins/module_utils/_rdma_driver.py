@@ -367,6 +367,8 @@ _OS_FAMILIES = (('debian', 'Debian'), ('ubuntu', 'Debian'), ('rhel', 'RedHat'), 
                 ('suse', 'Suse'), ('sles', 'Suse'), ('opensuse', 'Suse'))
 _OS_RELEASE_LINE = re.compile(r'^(?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$')
 _PACKAGE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+_-]{0,127}$')
+_DPKG_PACKAGE = re.compile(r'^Package:[ \t]*(\S+)[ \t]*$', re.M)
+_DPKG_STANZA_END = re.compile(r'\n[ \t]*\n')
 
 
 def parse_os_release(text):
@@ -402,19 +404,23 @@ def parse_dpkg_status(text, names):
     """dpkg's status database -> ``{name: version or None}`` for ``names`` (installed means "install ok installed").
 
     Stanzas are separated by blank lines; a package of another architecture (``Package: x`` twice, multi-arch) counts
-    as installed when any stanza says so.
+    as installed when any stanza says so. Only the stanzas of ``names`` are read (a host's database holds thousands).
     """
     wanted = set(names)
     result = dict((name, None) for name in names)
-    for stanza in re.split(r'\n\s*\n', (text or '').replace('\r\n', '\n')):
+    text = (text or '').replace('\r\n', '\n')
+    for match in _DPKG_PACKAGE.finditer(text):
+        if match.group(1) not in wanted:
+            continue
+        end = _DPKG_STANZA_END.search(text, match.end())
         fields = {}
-        for line in stanza.splitlines():
+        for line in text[match.start():end.start() if end else len(text)].splitlines():
             if line[:1] in (' ', '\t') or ':' not in line:
                 continue
             key, _sep, value = line.partition(':')
             fields[key.strip()] = value.strip()
-        name = fields.get('Package')
-        if name in wanted and fields.get('Status', '').split()[-1:] == ['installed'] and result[name] is None:
+        name = match.group(1)
+        if fields.get('Status', '').split()[-1:] == ['installed'] and result[name] is None:
             result[name] = fields.get('Version') or ''
     return result
 

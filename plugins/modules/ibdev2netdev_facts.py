@@ -64,6 +64,63 @@ options:
     description:
       - Path of iproute2's C(rdma) command. Default is to search E(PATH) and the usual sbin directories.
     type: path
+  driver:
+    description:
+      - Also read the driver stack in the same module call and return it as RV(ansible_facts.rdma_driver), exactly as
+        M(gpunet.rdma.rdma_driver_facts) does with these options (one connection per host for both facts, as
+        P(gpunet.rdma.rdma_discovery#role) reads them).
+      - C(driver.sysfs_root) defaults to O(sysfs_root).
+    type: dict
+    suboptions:
+      modules:
+        description: Kernel modules to report on; the RDMA core modules are always included.
+        type: list
+        elements: str
+        default: []
+      kernel:
+        description:
+          - Kernel release to check the modules of; default the running kernel (C(uname -r)).
+          - Must look like a kernel release (letters, digits, C(.), C(_), C(+), C(~) and C(-); no C(/)).
+        type: str
+      modules_root:
+        description: Directory holding one C(modules.dep) tree per kernel. Missing (containers) means no module is
+          installed; a file there is an error.
+        type: path
+        default: /lib/modules
+      sysfs_root:
+        description:
+          - Where sysfs is mounted (C(module/), C(kernel/mm/memory_peers/)).
+          - Must exist and look like a sysfs mount (one of C(class/), C(devices/), C(bus/), C(module/), C(kernel/)
+            in it); anything else is an error naming the path.
+        type: path
+      modprobe_dir:
+        description: The modprobe configuration directory searched for C(options ib_core netns_mode=...). Missing
+          means nothing is persisted; a file there is an error.
+        type: path
+        default: /etc/modprobe.d
+      ofed_info_path:
+        description: Path of C(ofed_info); default searches C(/usr/bin), E(PATH) and the sbin directories.
+        type: path
+      rdma_path:
+        description: Path of the iproute2 C(rdma) tool; default searches E(PATH) (MLNX_OFED's own copy in
+          C(/opt/mellanox/iproute2/sbin) first).
+        type: path
+      packages:
+        description:
+          - Distribution packages to report the installed version of (C(ansible_facts.rdma_driver.packages)), e.g. the
+            RDMA userspace the driver stage installs, so that a run finds them installed without asking the package
+            manager again. Read from dpkg's status database, or with one C(rpm -q) call.
+        type: list
+        elements: str
+        default: []
+      os_release_path:
+        description: The os-release file (C(ansible_facts.rdma_driver.os)); C(/usr/lib/os-release) when it is missing.
+        type: path
+        default: /etc/os-release
+      dpkg_status_path:
+        description: dpkg's status database, read for O(driver.packages) on Debian-like hosts.
+        type: path
+        default: /var/lib/dpkg/status
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -109,6 +166,12 @@ EXAMPLES = r'''
 - name: Read a fixture tree laid out like /sys (lab, tests)
   gpunet.rdma.ibdev2netdev_facts:
     sysfs_root: /opt/gpunet-lab/sys
+
+- name: Read the ports and the driver stack in one call (what the rdma_discovery role does)
+  gpunet.rdma.ibdev2netdev_facts:
+    driver:
+      modules: [nvidia_peermem, gdrdrv]
+      packages: [rdma-core, perftest]
 
 - name: Use the MLNX_OFED ibdev2netdev script
   gpunet.rdma.ibdev2netdev_facts:
@@ -273,6 +336,12 @@ ansible_facts:
           type: list
           elements: int
           sample: [1]
+    rdma_driver:
+      description:
+        - With O(driver), the driver stack (kernel, modules, OFED, netns mode, memory peers, distribution and packages),
+          exactly as M(gpunet.rdma.rdma_driver_facts) returns it under C(ansible_facts.rdma_driver).
+      returned: when O(driver) is given
+      type: dict
 '''
 
 import os
@@ -285,6 +354,8 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     printable,
     run_tool,
 )
+from ansible_collections.gpunet.rdma.plugins.module_utils._driver_facts import DRIVER_OPTIONS
+from ansible_collections.gpunet.rdma.plugins.module_utils._driver_facts import gather as gather_driver_facts
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import (
     RdmaParseError,
@@ -393,9 +464,15 @@ def main():
             sysfs_root=dict(type='path', default=DEFAULT_SYSFS_ROOT),
             ibdev2netdev_path=dict(type='path'),
             rdma_path=dict(type='path'),
+            driver=dict(type='dict', apply_defaults=False, options=dict(
+                (name, dict(spec, default=None) if name == 'sysfs_root' else dict(spec))
+                for name, spec in DRIVER_OPTIONS.items())),
         ),
         supports_check_mode=True,
     )
+    driver_params = module.params['driver']
+    if driver_params is not None and driver_params['sysfs_root'] is None:
+        driver_params = dict(driver_params, sysfs_root=module.params['sysfs_root'])
 
     discovery = Discovery(module)
     try:
@@ -419,8 +496,10 @@ def main():
     else:
         msg = 'No RDMA device found: %s' % why_empty
 
-    module.exit_json(changed=False, source=source, msg=msg, sysfs_filled=discovery.sysfs_filled,
-                     ansible_facts=dict(rdma_ports=ports, rdma_devices=devices))
+    facts = dict(rdma_ports=ports, rdma_devices=devices)
+    if driver_params is not None:
+        facts['rdma_driver'] = gather_driver_facts(module, driver_params, lambda name: 'driver.' + name)
+    module.exit_json(changed=False, source=source, msg=msg, sysfs_filled=discovery.sysfs_filled, ansible_facts=facts)
 
 
 if __name__ == '__main__':

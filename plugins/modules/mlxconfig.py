@@ -43,8 +43,19 @@ options:
       - The device to configure, as a PCI address (V(0000:86:00.0) or V(86:00.0)), an MST device path
         (V(/dev/mst/mt4119_pciconf0), present after C(mst start)) or another device path the tool accepts, or an
         RDMA device name (V(mlx5_0)), which is resolved to its PCI address through O(sysfs_root).
+      - Exactly one of O(device) and O(devices).
     type: str
-    required: true
+  devices:
+    description:
+      - Several devices (each in any form O(device) accepts) configured with the same O(params) in one module call,
+        as a node with eight HCAs needs; one connection instead of one per device.
+      - Every device is resolved, queried and planned before anything is set on any of them, so a request one device
+        refuses sets nothing anywhere. The devices are then set one after the other; a failure names what was set on
+        the devices before it.
+      - The result holds one entry per device in RV(results); the top-level RV(changes), RV(pending) and
+        RV(reboot_required) are then absent, RV(changed) is true when any device changed.
+    type: list
+    elements: str
   params:
     description:
       - Wanted firmware parameters, NAME to value. A value may be the name (V(IB), V(ETH), V(True), V(False)), the
@@ -113,26 +124,47 @@ EXAMPLES = r'''
       ESWITCH_HAIRPIN_DESCRIPTORS[0]: 64
       ESWITCH_HAIRPIN_DESCRIPTORS[1]: 64
 
+- name: Set the same parameters on every HCA of a node in one call
+  gpunet.rdma.mlxconfig:
+    devices: ["0000:0c:00.0", "0000:12:00.0", "0000:48:00.0", "0000:54:00.0"]
+    params:
+      ADVANCED_PCI_SETTINGS: true
+      MAX_ACC_OUT_READ: 44
+  register: hcas
+
 - name: Tell what is waiting for a reboot
   ansible.builtin.debug:
     msg: "{{ link_type.pending }} pending, reboot required: {{ link_type.reboot_required }}"
 '''
 
 RETURN = r'''
+results:
+  description:
+    - With O(devices), one entry per device in the order given, each with the keys returned for O(device)
+      (RV(device), RV(requested), RV(executable), RV(config), RV(changes), RV(pending), RV(layout), RV(columns),
+      RV(reboot_required)) and C(changed).
+  returned: when O(devices) is given
+  type: list
+  elements: dict
+requested:
+  description: The device as given in O(device) or O(devices) (for example the RDMA device name).
+  returned: with O(device); with O(devices) in each entry of RV(results)
+  type: str
+  sample: mlx5_0
 device:
   description: The device passed to the tool (a PCI address with domain, or the MST path).
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: str
   sample: "0000:86:00.0"
 executable:
   description: Path of the tool that was used.
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: str
   sample: /usr/bin/mlxconfig
 config:
   description:
     - Every parameter the device reports after the run (predicted in check mode), NAME to its values as printed.
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: dict
   sample:
     LINK_TYPE_P1: {default: "ETH(2)", current: "ETH(2)", next_boot: "IB(1)", read_only: false}
@@ -151,7 +183,7 @@ config:
       type: bool
 changes:
   description: What was set (or, in check mode, would be set), NAME to its Next Boot value before and after.
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: dict
   sample:
     LINK_TYPE_P1: {before: "ETH(2)", after: "IB(1)"}
@@ -165,7 +197,7 @@ changes:
 pending:
   description:
     - Parameters whose Current value differs from Next Boot after the run, including older changes never activated.
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: list
   elements: str
   sample: [LINK_TYPE_P1]
@@ -173,20 +205,20 @@ layout:
   description:
     - V(verbose) when the tool printed Default / Current / Next Boot (C(-e q)), V(plain) when only Next Boot was
       available; then RV(pending) lists only what this run set, because older pending changes cannot be seen.
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: str
   sample: verbose
 columns:
   description:
     - The value columns of the query table as the tool printed them, for example V([Default, Current, Next Boot]) or
       V([Next Boot]).
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: list
   elements: str
   sample: [Default, Current, Next Boot]
 reboot_required:
   description: True when RV(pending) is not empty, a firmware reset or reboot is needed to activate it.
-  returned: always
+  returned: with O(device); with O(devices) in each entry of RV(results)
   type: bool
   sample: true
 '''
@@ -355,40 +387,41 @@ def public_config(config):
                 for name, entry in config.items())
 
 
-def main():
-    module = RdmaModule(
-        argument_spec=dict(
-            device=dict(type='str', required=True),
-            params=dict(type='dict'),
-            executable=dict(type='path'),
-            sysfs_root=dict(type='path', default='/sys'),
-        ),
-        supports_check_mode=True,
-    )
-    wanted = module.params['params'] or {}
-    executable = find_executable(module)
-    device = resolve_device(module, module.params['device'].strip(), module.params['sysfs_root'])
+def prepare(module, executable, requested, wanted):
+    """Resolve, query and plan one device; fails (nothing set anywhere) on any problem with the request."""
+    device = resolve_device(module, requested.strip() if isinstance(requested, str) else requested,
+                            module.params['sysfs_root'])
     layout_flag, table = read_config(module, executable, device, wanted)
     config = table['params']
-    has_current = any(entry['current'] is not None for entry in config.values())
-
     try:
         changes, set_args = plan(config, wanted, table['device_type'])
     except MlxconfigError as exc:
         module.fail_json(msg='Nothing was set on %s: %s.' % (device, exc), config=public_config(config), device=device,
                          executable=executable)
+    return dict(requested=requested, device=device, layout_flag=layout_flag, table=table, changes=changes,
+                set_args=set_args)
 
+
+def configure(module, executable, prepared, wanted, done_before):
+    """Set one prepared device; returns its result (the keys documented for device)."""
+    device, table, changes = prepared['device'], prepared['table'], prepared['changes']
+    config = table['params']
+    has_current = any(entry['current'] is not None for entry in config.values())
     after = config
     if changes:
         if module.check_mode:
             after = apply_changes(config, changes)
         else:
-            argv = [executable, '-d', device, '-y', 'set'] + set_args
+            argv = [executable, '-d', device, '-y', 'set'] + prepared['set_args']
             rc, out, err = run_tool(module, argv, what=os.path.basename(executable))
             if rc != 0:
-                report_failed_set(module, executable, device, argv, rc, out, err, layout_flag, config, changes,
-                                  wanted)
-            after = read_config(module, executable, device, wanted, layouts=(layout_flag,))[1]['params']
+                if done_before:
+                    module.warn('Set before %s failed: %s.' % (device, '; '.join(
+                        '%s %s' % (result['device'], ', '.join(sorted(result['changes'])))
+                        for result in done_before if result['changes']) or 'nothing'))
+                report_failed_set(module, executable, device, argv, rc, out, err, prepared['layout_flag'], config,
+                                  changes, wanted)
+            after = read_config(module, executable, device, wanted, layouts=(prepared['layout_flag'],))[1]['params']
             missed = sorted(name for name, change in changes.items() if not is_set(after.get(name), change))
             if missed:
                 reads = ', '.join('%s=%s' % (name, after[name]['next_boot'] if name in after else '(absent)')
@@ -404,9 +437,9 @@ def main():
         waiting = sorted(changes)
         if waiting:
             module.warn('%s has no Current column: only this run\'s changes are known to be pending.' % executable)
-
     result = dict(
         changed=bool(changes),
+        requested=prepared['requested'],
         device=device,
         executable=executable,
         config=public_config(after),
@@ -419,7 +452,48 @@ def main():
     if module._diff and wanted:
         result['diff'] = dict(before=render_next_boot(config, wanted), after=render_next_boot(after, wanted),
                               before_header='%s next boot' % device, after_header='%s next boot' % device)
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    module = RdmaModule(
+        argument_spec=dict(
+            device=dict(type='str'),
+            devices=dict(type='list', elements='str'),
+            params=dict(type='dict'),
+            executable=dict(type='path'),
+            sysfs_root=dict(type='path', default='/sys'),
+        ),
+        mutually_exclusive=[('device', 'devices')],
+        required_one_of=[('device', 'devices')],
+        supports_check_mode=True,
+    )
+    wanted = module.params['params'] or {}
+    requested = module.params['devices'] if module.params['devices'] is not None else [module.params['device']]
+    if module.params['devices'] is not None:
+        if not requested:
+            module.fail_json(msg='devices is empty: give at least one device (%s), or leave the task out.'
+                             % _DEVICE_FORMS)
+        twice = sorted(set(name for name in requested if requested.count(name) > 1))
+        if twice:
+            module.fail_json(msg='devices: %s given twice; give each device once.' % ', '.join(twice))
+    executable = find_executable(module)
+    prepared = [prepare(module, executable, name, wanted) for name in requested]
+    addresses = [entry['device'] for entry in prepared]
+    same = sorted(set(address for address in addresses if addresses.count(address) > 1))
+    if same:
+        module.fail_json(msg='devices: %s name the same device %s; give each device once.' % (
+            ', '.join(entry['requested'] for entry in prepared if entry['device'] in same), ', '.join(same)))
+    results = []
+    for entry in prepared:
+        results.append(configure(module, executable, entry, wanted, results))
+    if module.params['devices'] is None:
+        module.exit_json(**results[0])
+    diffs = [result.pop('diff') for result in results if 'diff' in result]
+    output = dict(changed=any(result['changed'] for result in results), results=results)
+    if diffs:
+        output['diff'] = diffs
+    module.exit_json(**output)
 
 
 if __name__ == '__main__':

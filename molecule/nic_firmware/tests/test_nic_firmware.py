@@ -105,7 +105,8 @@ def test_failed_reset_falls_back_to_one_allowed_reboot():
 def test_hosts_without_pending_changes_are_not_listed():
     with open(REPORT) as handle:
         summary = json.load(handle)['summary']
-    assert summary['firmware_pending_hosts'] == ['fw-none']
+    # summary.pending: each pending disruptive action -> the hosts it waits on (from the stage ledger)
+    assert summary['pending'] == {'firmware_reset': ['fw-none']}
 
 
 def test_validation_ran_ib_write_bw_on_the_active_infiniband_port_only():

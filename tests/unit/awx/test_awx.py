@@ -84,8 +84,9 @@ def test_playbook_variables_used_are_documented():
     for path in glob.glob(os.path.join(REPO, 'playbooks', '*.yml')):
         with open(path) as handle:
             used.update(re.findall(r'\b(gpunet_rdma_\w+)', handle.read()))
-    # Not variables a user sets: the stage ledger fact and the group of the nodes with disruptive steps.
-    assert used - {'gpunet_rdma_ledger', 'gpunet_rdma_disrupt'} == set(playbook_variables())
+    # Not variables a user sets: the stage ledger fact, the groups of the nodes with disruptive steps and of the
+    # nodes that failed.
+    assert used - {'gpunet_rdma_ledger', 'gpunet_rdma_disrupt', 'gpunet_rdma_failed_nodes'} == set(playbook_variables())
 
 
 def test_ansible_builder_creates_the_build_context_offline(tmp_path):

@@ -323,3 +323,40 @@ def test_success_without_effect_is_reported(lab, capsys, tmp_path):
 def test_the_double_is_executable_as_the_lab_installs_it(lab):
     mode = os.stat(str(lab / 'bin' / 'mlxconfig')).st_mode
     assert mode & stat.S_IXUSR
+
+
+def test_several_devices_in_one_call_query_all_before_setting_any(lab, capsys):
+    code, result = run({'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab)
+    assert code == 0 and result['changed'] is True
+    assert [entry['requested'] for entry in result['results']] == ['mlx5_0', 'mlx5_1']
+    assert [entry['device'] for entry in result['results']] == ['0000:0c:00.0', '0000:8d:00.0']
+    assert all(entry['pending'] == ['ADVANCED_PCI_SETTINGS'] for entry in result['results'])
+    assert 'pending' not in result and 'device' not in result
+    made = calls(lab)
+    assert made[:2] == [['-d', '0000:0c:00.0', '-e', 'q'], ['-d', '0000:8d:00.0', '-e', 'q']]
+    assert [call for call in made if 'set' in call] == [['-d', '0000:0c:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True'],
+                                                       ['-d', '0000:8d:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True']]
+    code, again = run({'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab)
+    assert code == 0 and again['changed'] is False
+
+
+def test_several_devices_diff_and_check_mode(lab, capsys):
+    before = state_digest(lab)
+    code, result = run({'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab,
+                       check_mode=True, diff=True)
+    assert code == 0 and result['changed'] is True and state_digest(lab) == before
+    assert [d['before_header'] for d in result['diff']] == ['0000:0c:00.0 next boot', '0000:8d:00.0 next boot']
+
+
+@pytest.mark.parametrize('devices, message', [
+    (['mlx5_0', '0000:99:00.0'], 'no PCI function 0000:99:00.0'),
+    (['mlx5_0', 'mlx5_0'], 'mlx5_0 given twice'),
+    (['mlx5_0', '0000:0c:00.0'], 'name the same device 0000:0c:00.0'),
+    ([], 'devices is empty'),
+])
+def test_a_device_the_request_cannot_use_sets_nothing_on_the_others(lab, capsys, devices, message):
+    before = state_digest(lab)
+    code, result = run({'devices': devices, 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab)
+    assert code == 1 and message in result['msg']
+    assert state_digest(lab) == before
+    assert not [call for call in calls(lab) if 'set' in call] if (lab / 'firmware' / 'calls.log').exists() else True
