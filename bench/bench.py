@@ -207,9 +207,9 @@ def markdown(results):
                   '| nodes | first site.yml (s) | no-op site.yml (s) | discover.yml (s) | ping (s) | no-op / discover |',
                   '| --- | --- | --- | --- | --- | --- |']
         for size in sizes:
-            lines.append('| %d | %s | %s | %s | %s | %s |' % (size['hosts'], size['first_run_s'], size['noop_s'],
-                                                          size['discover_s'], size['ping_s'],
-                                                          size['noop_over_discover']))
+            figures = (size['hosts'], size['first_run_s'], size['noop_s'], size['discover_s'], size['ping_s'],
+                       size['noop_over_discover'])
+            lines.append('| %d | %s | %s | %s | %s | %s |' % figures)
         lines += ['', 'No-op site.yml %d -> %d nodes: x%s (ping on the same nodes: x%s). No-op runs: %d changed, %d '
                   'handler runs, %d disruptive batches, %d reboots.' % (
                       small['hosts'], big['hosts'], results['lab_noop_growth'], results['lab_ping_growth'],

@@ -40,8 +40,7 @@ def _leaf_groups(group, name='all', parents=()):
     if group.get('hosts'):
         yield parents + (name,), group
     for child, child_group in (group.get('children') or {}).items():
-        for item in _leaf_groups(child_group, child, parents + (name,)):
-            yield item
+        yield from _leaf_groups(child_group, child, parents + (name,))
 
 
 def scale_hosts(hosts, scale):

@@ -133,8 +133,8 @@ def read_packages(module, params, option):
             module.fail_json(msg='%s: %s. Point it at dpkg\'s status database.' % (option('dpkg_status_path'), exc))
     rpm = find_tool(module, 'rpm', None, required=False)
     if rpm:
-        rc, out, err = run_tool(module, [rpm, '-q', '--qf', '%{NAME} %{VERSION}-%{RELEASE}\\n'] + list(names),
-                                  what='rpm')
+        argv = [rpm, '-q', '--qf', '%{NAME} %{VERSION}-%{RELEASE}\\n'] + list(names)
+        rc, out, err = run_tool(module, argv, what='rpm')
         # rpm exits non-zero when any package is missing; its lines say which.
         try:
             return 'rpm', parse_rpm_query(out, names, rc)

@@ -93,8 +93,8 @@ def normalize(fabric, where='gpunet_rdma_fabric'):
     minimum = expectation['min_active_ports']
     if not isinstance(minimum, int) or isinstance(minimum, bool) or minimum < 0:
         raise FabricError('%s: expected_ports.min_active_ports must be a whole number >= 0, got %r' % (where, minimum))
-    if expectation['min_rate_gbps'] is not None and (not _number(expectation['min_rate_gbps'])
-                                                      or expectation['min_rate_gbps'] < 0):
+    min_rate = expectation['min_rate_gbps']
+    if min_rate is not None and (not _number(min_rate) or min_rate < 0):
         raise FabricError('%s: expected_ports.min_rate_gbps must be a number >= 0 or null' % where)
     resource = fabric.get('rdma_resource')
     if resource is not None and (not isinstance(resource, str) or '/' not in resource):
@@ -148,8 +148,8 @@ def fleet(hosts, hostvars_of):
             mine.pop('hosts')
             if mine != fabric:
                 raise FabricError('%s and %s are both in group %s but have different gpunet_rdma_fabric values (a '
-                                  'host_vars override?); a fabric is per group' % (known['hosts'][0], host,
-                                                                                  fabric['name']))
+                                  'host_vars override?); a fabric is per group'
+                                  % (known['hosts'][0], host, fabric['name']))
             known['hosts'].append(host)
         by_host[host] = fabric['name']
     return {'groups': groups, 'hosts': by_host}

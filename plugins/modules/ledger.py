@@ -64,6 +64,9 @@ options:
   how:
     description: With O(resolve), what to note in each touched stage's C(detail.activated_by).
     type: str
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
     support: full
@@ -77,6 +80,7 @@ attributes:
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: all
 seealso:
   - module: ansible.builtin.set_fact

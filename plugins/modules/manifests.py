@@ -45,6 +45,9 @@ options:
     description: The mode of the files written.
     type: str
     default: "0644"
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
     support: full
@@ -59,6 +62,7 @@ attributes:
     support: full
     details: One diff per file that changes.
   platform:
+    support: full
     platforms: posix
 seealso:
   - module: ansible.builtin.copy

@@ -53,7 +53,7 @@ options:
         refuses sets nothing anywhere. The devices are then set one after the other; a failure names what was set on
         the devices before it.
       - The result holds one entry per device in RV(results); the top-level RV(changes), RV(pending) and
-        RV(reboot_required) are then absent, RV(changed) is true when any device changed.
+        RV(reboot_required) are then absent, C(changed) is true when any device changed.
     type: list
     elements: str
   params:

@@ -170,10 +170,8 @@ failed_tests:
 '''
 
 import os
-import subprocess
-import tempfile
+import threading
 import time
-
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import COMMAND_ENV, check_executable, decode_text
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
@@ -208,51 +206,52 @@ def arguments(module, test):
     return args
 
 
-def _read(handle):
-    handle.seek(0)
-    return decode_text(handle.read(), lenient=True)
+def _timeout_argv(module, seconds):
+    """coreutils timeout in front of a perftest command: a server that never sees its client, or a client stuck in
+    its exchange, is stopped (TERM, then KILL 5 s later) instead of holding the module."""
+    return [module.get_bin_path('timeout', required=True), '--kill-after=5', str(max(1, int(seconds)))]
 
 
 def run_pair(module, path, args):
-    """Server in the background, client against 127.0.0.1 with retries; returns the outputs of both."""
-    env = dict(os.environ, **COMMAND_ENV)
+    """Server in the background, client against 127.0.0.1 with retries; returns the outputs of both.
+
+    Both run through module.run_command (LC_ALL=C); the server in a thread, so that the client can start beside it.
+    """
     deadline = time.time() + module.params['timeout']
-    with tempfile.TemporaryFile() as server_out, tempfile.TemporaryFile() as server_err:
+    server = {}
+
+    def serve():
         try:
-            server = subprocess.Popen([path] + args, stdout=server_out, stderr=server_err, env=env, close_fds=True)
+            server['rc'], server['out'], server['err'] = module.run_command(
+                _timeout_argv(module, deadline - time.time()) + [path] + args, environ_update=COMMAND_ENV,
+                encoding=None, handle_exceptions=False)
         except (IOError, OSError) as exc:
-            module.fail_json(msg='Cannot start %s: %s.' % (path, exc))
-        client_argv = [path] + args + ['127.0.0.1']
-        attempt, client = 0, None
-        try:
-            while True:
-                attempt += 1
-                try:
-                    client = subprocess.run(client_argv, capture_output=True, env=env, check=False,
-                                            timeout=max(1, deadline - time.time()))
-                except subprocess.TimeoutExpired as exc:
-                    client = subprocess.CompletedProcess(client_argv, None, exc.stdout or b'', (exc.stderr or b'')
-                                                         + b'\nclient stopped after the timeout')
-                    break
-                text = decode_text(client.stdout + client.stderr, lenient=True)
-                if "Couldn't connect" not in text or attempt > module.params['connect_retries'] \
-                        or server.poll() is not None:
-                    break
-                time.sleep(1)
-            try:
-                server.wait(timeout=max(1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                pass
-        finally:
-            if server.poll() is None:
-                server.kill()
-                server.wait()
-                server_rc = None
-            else:
-                server_rc = server.returncode
-        return {'client_argv': client_argv, 'rc': client.returncode,
-                'stdout': decode_text(client.stdout, lenient=True), 'stderr': decode_text(client.stderr, lenient=True),
-                'server_rc': server_rc, 'server_stdout': _read(server_out), 'server_stderr': _read(server_err)}
+            server['rc'], server['out'], server['err'] = None, b'', ('cannot start %s: %s' % (path, exc)).encode()
+
+    thread = threading.Thread(target=serve, name='perftest-server')
+    thread.daemon = True
+    thread.start()
+    client_argv = [path] + args + ['127.0.0.1']
+    attempt = 0
+    while True:
+        attempt += 1
+        rc, out, err = module.run_command(_timeout_argv(module, deadline - time.time()) + client_argv,
+                                          environ_update=COMMAND_ENV, encoding=None, handle_exceptions=False)
+        out, err = decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True)
+        if rc in (124, 137):
+            err += '\nclient stopped after the timeout'
+            rc = None
+            break
+        if "Couldn't connect" not in out + err or attempt > module.params['connect_retries'] or not thread.is_alive():
+            break
+        time.sleep(1)
+    thread.join(max(1, deadline - time.time()) + 6)
+    server_rc = server.get('rc')
+    if server_rc in (124, 137):  # stopped by the timeout: it never finished its test
+        server_rc = None
+    return {'client_argv': client_argv, 'rc': rc, 'stdout': out, 'stderr': err, 'server_rc': server_rc,
+            'server_stdout': decode_text(server.get('out') or b'', lenient=True),
+            'server_stderr': decode_text(server.get('err') or b'', lenient=True)}
 
 
 def judge(module, test, run):

@@ -65,8 +65,8 @@ def test_record_read_back_and_resolve_without_connecting(tmp_path):
                                  'reasons': ['firmware: reboot (mlx5_0 LINK_TYPE_P1)']}
     ledger = results[4]['ansible_facts.gpunet_rdma_ledger']
     assert sorted(ledger) == ['firmware', 'runtime']
-    assert ledger['firmware']['pending'] == [] and ledger['firmware']['detail'] == {'devices': [],
-                                                                                   'activated_by': 'reboot'}
+    assert ledger['firmware']['pending'] == []
+    assert ledger['firmware']['detail'] == {'devices': [], 'activated_by': 'reboot'}
     assert ledger['runtime']['pending'] == [] and ledger['runtime']['status'] == 'changed'
 
 

@@ -29,6 +29,7 @@ def rdma_ledger(ledger, stage, **fields):
 def rdma_ledger_resolve(ledger, actions, how=None):
     return resolve(ledger, actions, how or ', '.join(actions))
 
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
 

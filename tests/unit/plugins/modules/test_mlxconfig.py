@@ -334,8 +334,9 @@ def test_several_devices_in_one_call_query_all_before_setting_any(lab, capsys):
     assert 'pending' not in result and 'device' not in result
     made = calls(lab)
     assert made[:2] == [['-d', '0000:0c:00.0', '-e', 'q'], ['-d', '0000:8d:00.0', '-e', 'q']]
-    assert [call for call in made if 'set' in call] == [['-d', '0000:0c:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True'],
-                                                       ['-d', '0000:8d:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True']]
+    assert [call for call in made if 'set' in call] == [
+        ['-d', '0000:0c:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True'],
+        ['-d', '0000:8d:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True']]
     code, again = run({'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab)
     assert code == 0 and again['changed'] is False
 

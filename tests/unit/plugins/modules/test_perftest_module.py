@@ -85,3 +85,27 @@ def test_check_mode_runs_nothing(lab, capsys):
 def test_a_tool_dir_without_the_tool(tmp_path, capsys):
     code, result = run({'tool_dir': str(tmp_path), 'tests': [{'device': 'mlx5_1'}]}, capsys)
     assert code == 1 and 'ib_write_bw' in result['msg'] and 'does not exist' in result['msg']
+
+
+def test_a_server_and_client_that_hang_are_stopped_at_the_timeout(tmp_path, capsys):
+    """A server that never hears from its client and a client stuck in its exchange: both are stopped when the
+    timeout runs out, the test is reported failed, and no process is left behind."""
+    tool = tmp_path / 'ib_write_bw'
+    marker = 'gpunet-hang-%s' % os.getpid()
+    tool.write_text('#!/bin/bash\nexec -a %s sleep 600\n' % marker)
+    tool.chmod(0o755)
+    code, result = run({'tool_dir': str(tmp_path), 'tcp_port': free_port(), 'timeout': 2, 'connect_retries': 0,
+                        'tests': [{'device': 'mlx5_1', 'line_rate_gbps': 200}]}, capsys)
+    assert code == 0
+    (entry,) = result['results']
+    assert entry['ok'] is False and entry['rc'] is None and entry['server_rc'] is None
+    assert 'client stopped after the timeout' in entry['stderr']
+    assert [pid for pid in os.listdir('/proc') if pid.isdigit() and marker.encode() in cmdline(pid)] == []
+
+
+def cmdline(pid):
+    try:
+        with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+            return handle.read()
+    except OSError:  # gone meanwhile
+        return b''
