@@ -13,7 +13,7 @@ COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpunet/rdma
 SANITY_ROOT := $(BUILD)/sanity/ansible_collections/gpunet/rdma
 LAB_FIXTURES := $(BUILD)/lab-fixtures
 APT_PACKAGES := podman runc debootstrap rsync git shellcheck mstflint containerd uidmap slirp4netns fuse-overlayfs genisoimage \
-	openssh-client
+	openssh-client chromium
 
 # The venv's tools first; the collection visible to Ansible as gpunet.rdma; its
 # dependencies come from the `ansible` package inside the venv.

@@ -85,7 +85,7 @@ def _netdev(root, parent_rel, netdev, function_name=None):
     _symlink(os.path.join('..', '..', 'devices', rel), os.path.join(root, 'class', 'net', netdev['name']))
 
 
-def _port(port_dir, port):
+def _port(port_dir, port, device, netdevs):
     _write(os.path.join(port_dir, 'state'), '%d: %s' % (PORT_STATES[port['state']], port['state']))
     _write(os.path.join(port_dir, 'phys_state'),
            '%d: %s' % (PHYS_STATES[port['phys_state']], port['phys_state']))
@@ -95,15 +95,72 @@ def _port(port_dir, port):
     _write(os.path.join(port_dir, 'sm_lid'), port.get('sm_lid', '0x0'))
     _write(os.path.join(port_dir, 'lid_mask_count'), 0)
     _write(os.path.join(port_dir, 'cap_mask'), port.get('cap_mask', '0x2651e848'))
-    _write(os.path.join(port_dir, 'gids', '0'), port.get('gid', 'fe80:0000:0000:0000:0000:0000:0000:0000'))
-    # The kernel refuses reads of gid_attrs/ndevs/N on an InfiniBand port
-    # (EINVAL); a regular file cannot do that, so InfiniBand ports get none.
-    for index, ndev in enumerate(port.get('gid_ndevs', [])):
-        _write(os.path.join(port_dir, 'gid_attrs', 'ndevs', str(index)), ndev)
-        _write(os.path.join(port_dir, 'gid_attrs', 'types', str(index)), 'IB/RoCE v1' if index % 2 == 0 else 'RoCE v2')
+    _gid_table(port_dir, port, device, netdevs)
 
 
-def _device(root, device):
+ZERO_GID = '0000:0000:0000:0000:0000:0000:0000:0000'
+
+
+def _link_local_gid(mac):
+    """fe80::/64 with the modified EUI-64 of a MAC, as the kernel derives a RoCE port's default GID."""
+    octets = [int(part, 16) for part in mac.split(':')]
+    octets[0] ^= 0x02
+    eui = octets[:3] + [0xff, 0xfe] + octets[3:]
+    return 'fe80:0000:0000:0000:' + ':'.join('%02x%02x' % (eui[i], eui[i + 1]) for i in range(0, 8, 2))
+
+
+def _ipv4_gid(address):
+    return _IPV4_MAPPED + '%02x%02x:%02x%02x' % tuple(int(part) for part in address.split('.'))
+
+
+_IPV4_MAPPED = '0000:0000:0000:0000:0000:ffff:'
+
+
+def gid_entries(port, device, netdevs):
+    """The port's non-empty GID entries as the kernel fills them: [(index, gid, type, ndev)].
+
+    ``port['gids']`` lists them explicitly ({index, gid, type: IB/RoCE v1 | RoCE v2, ndev}); otherwise an
+    InfiniBand port has its port GID at 0 (subnet prefix fe80::/64 and the port GUID), and a RoCE port, for each
+    netdev of ``gid_ndevs``, its link-local GID (from the MAC) then one GID per IPv4 address of the netdev
+    (``ipv4``), each as a RoCE v1 entry followed by a RoCE v2 entry.
+    """
+    if port.get('gids') is not None:
+        return [(entry['index'], entry['gid'], entry.get('type', 'IB/RoCE v1'), entry.get('ndev'))
+                for entry in port['gids']]
+    if port['link_layer'] == 'InfiniBand':
+        return [(0, port.get('gid', 'fe80:0000:0000:0000:' + device['node_guid']), 'IB/RoCE v1', None)]
+    entries = []
+    for ndev in dict.fromkeys(port.get('gid_ndevs', [])):
+        netdev = netdevs.get(ndev, {})
+        gids = [port['gid'] if port.get('gid') else _link_local_gid(netdev.get('address', '00:00:00:00:00:00'))]
+        gids += [_ipv4_gid(address) for address in netdev.get('ipv4', [])]
+        for gid in gids:
+            for kind in ('IB/RoCE v1', 'RoCE v2'):
+                entries.append((len(entries), gid, kind, ndev))
+    return entries
+
+
+def _gid_table(port_dir, port, device, netdevs):
+    """ports/N/gids/0..len-1 (zeros where empty) and gid_attrs/{types,ndevs}/I of the non-empty entries.
+
+    The kernel answers EINVAL to reads of gid_attrs/*/I of empty entries and of ndevs on an InfiniBand port; a
+    regular file cannot, so those files are left out.
+    """
+    entries = dict((index, (gid, kind, ndev)) for index, gid, kind, ndev in gid_entries(port, device, netdevs))
+    length = port.get('gid_table_len', 128 if port['link_layer'] == 'InfiniBand' else 255)
+    if entries and max(entries) >= length:
+        raise ValueError('%s port %s: GID index %d beyond the table length %d'
+                         % (device['name'], port['number'], max(entries), length))
+    for index in range(length):
+        gid, kind, ndev = entries.get(index, (ZERO_GID, None, None))
+        _write(os.path.join(port_dir, 'gids', str(index)), gid)
+        if kind:
+            _write(os.path.join(port_dir, 'gid_attrs', 'types', str(index)), kind)
+        if ndev and port['link_layer'] != 'InfiniBand':
+            _write(os.path.join(port_dir, 'gid_attrs', 'ndevs', str(index)), ndev)
+
+
+def _device(root, device, netdevs):
     function_name = device['pci_address']
     function_rel = os.path.join(device['pci_parent'], function_name)
     function_dir = os.path.join(root, 'devices', function_rel)
@@ -128,7 +185,7 @@ def _device(root, device):
     _symlink(os.path.join('..', '..', '..', function_name), os.path.join(ib_dir, 'device'))
     _symlink(os.path.join('..', '..', 'devices', ib_rel), os.path.join(root, 'class', 'infiniband', device['name']))
     for port in device['ports']:
-        _port(os.path.join(ib_dir, 'ports', str(port['number'])), port)
+        _port(os.path.join(ib_dir, 'ports', str(port['number'])), port, device, netdevs)
     for netdev in device.get('netdevs', []):
         _netdev(root, function_rel, netdev, function_name)
 
@@ -140,8 +197,11 @@ def build(profile, root):
     _netdev(root, 'virtual', {'name': 'lo', 'operstate': 'unknown', 'type': 772, 'mtu': 65536})
     for netdev in profile.get('virtual_netdevs', []):
         _netdev(root, 'virtual', netdev)
+    netdevs = dict((netdev['name'], netdev) for netdev in profile.get('virtual_netdevs', []))
     for device in profile.get('devices', []):
-        _device(root, device)
+        netdevs.update((netdev['name'], netdev) for netdev in device.get('netdevs', []))
+    for device in profile.get('devices', []):
+        _device(root, device, netdevs)
     _link_virtual_functions(root, profile.get('devices', []))
     return root
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import select_pci_functions
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import filter_args
 
 
+# The input and the selectors are checked by select_pci_functions (its messages name the rdma_devices facts).
+@filter_args('rdma_pci_functions')
 def rdma_pci_functions(devices, selectors=None):
     if selectors is not None and isinstance(selectors, str):
         # A single name is a common slip in group_vars (nic_firmware_devices: mlx5_0); treat it as a list of one.

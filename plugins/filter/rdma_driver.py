@@ -11,8 +11,13 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import explain_modprobe_failure
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import a_dict, a_str, either, filter_args
 
 
+@filter_args('rdma_modprobe_explain',
+             failure=either('a module name (str) or a community.general.modprobe result of a loop (dict)',
+                            a_str('a module name'), a_dict('a modprobe result')),
+             text=a_str('the modprobe error text', nullable=True))
 def rdma_modprobe_explain(failure, text=None):
     if isinstance(failure, Mapping):
         module = failure.get('item') or failure.get('name')

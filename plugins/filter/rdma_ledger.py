@@ -15,38 +15,40 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._fabric import FabricError, fleet
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, plan
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
+    a_dict, filter_args, host_vars, names, nested)
 
 LEDGER_FACT = 'gpunet_rdma_ledger'
 CONTROLLER = 'localhost'
+HOSTS = names('host names (e.g. groups.all)')
+HOSTVARS = a_dict('hostvars: host name -> variables')
 
 
 def _hostvars_of(hostvars, name):
     def read(host):
-        try:
-            return hostvars[host]
-        except KeyError:
+        variables = host_vars(name, hostvars, host)
+        if variables is None:
             raise AnsibleFilterError('%s: %s is not a host of the inventory' % (name, host))
+        nested(name, 'group_names of %s' % host, variables.get('group_names'),
+               names('group names', nullable=True))
+        return variables
     return read
 
 
-def _hosts(hosts, name):
-    if isinstance(hosts, str) or not isinstance(hosts, (list, tuple)):
-        raise AnsibleFilterError('%s: the input must be a list of host names (e.g. groups.all), got %s'
-                                 % (name, type(hosts).__name__))
-    return [str(host) for host in hosts]
-
-
+@filter_args('rdma_ledgers', hosts=HOSTS, hostvars=HOSTVARS)
 def rdma_ledgers(hosts, hostvars):
-    """``{host: ansible_facts.gpunet_rdma_ledger}`` of ``hosts`` plus ``localhost`` (the controller's cluster stages)."""
+    """``{host: ansible_facts.gpunet_rdma_ledger}`` of ``hosts`` plus ``localhost`` (the controller's cluster
+    stages)."""
     result = {}
-    for host in _hosts(hosts, 'rdma_ledgers') + [CONTROLLER]:
-        try:
-            variables = hostvars[host]
-        except KeyError:
+    for host in [str(host) for host in hosts] + [CONTROLLER]:
+        variables = host_vars('rdma_ledgers', hostvars, host)
+        if variables is None:
             if host == CONTROLLER:
                 continue
             raise AnsibleFilterError('rdma_ledgers: %s is not a host of the inventory' % host)
-        ledger = (variables.get('ansible_facts') or {}).get(LEDGER_FACT)
+        facts = nested('rdma_ledgers', 'ansible_facts of %s' % host, variables.get('ansible_facts') or {},
+                       a_dict('the facts of the host'))
+        ledger = facts.get(LEDGER_FACT)
         if ledger is None:
             continue
         if not isinstance(ledger, Mapping):
@@ -55,6 +57,7 @@ def rdma_ledgers(hosts, hostvars):
     return result
 
 
+@filter_args('rdma_rollout_plan', ledger=a_dict('the gpunet_rdma_ledger fact: stage name -> envelope', nullable=True))
 def rdma_rollout_plan(ledger):
     """What the host's batch must do: ``{reboot, actions, reasons}``."""
     try:
@@ -63,10 +66,11 @@ def rdma_rollout_plan(ledger):
         raise AnsibleFilterError('rdma_rollout_plan: %s' % exc)
 
 
+@filter_args('rdma_fabrics', hosts=HOSTS, hostvars=HOSTVARS)
 def rdma_fabrics(hosts, hostvars):
     """``{groups: {name: fabric + hosts}, hosts: {host: group or null}}`` from every host's gpunet_rdma_fabric."""
     try:
-        return fleet(_hosts(hosts, 'rdma_fabrics'), _hostvars_of(hostvars, 'rdma_fabrics'))
+        return fleet([str(host) for host in hosts], _hostvars_of(hostvars, 'rdma_fabrics'))
     except FabricError as exc:
         raise AnsibleFilterError('rdma_fabrics: %s' % exc)
 

@@ -11,47 +11,84 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
-    NetworkOperatorError, daemonsets_not_ready, helm_values, host_device_networks, merge_tolerations, nic_cluster_policy,
-    node_resources)
+    NetworkOperatorError, daemonsets_not_ready, helm_values, host_device_networks, merge_tolerations,
+    nic_cluster_policy, node_resources)
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
+    a_dict, a_list, a_number, a_scalar, filter_args, host_vars, names, nested)
+
+PORTS = a_list('rdma_ports records (dicts)', a_dict('an rdma_ports record'), nullable=True)
+INVENTORY_GROUPS = a_dict('the inventory groups (groups): group name -> host names',
+                          values=names('host names', nullable=True), nullable=True)
+TOLERATIONS = a_list('tolerations (dicts with key, operator, value, effect)', a_dict('a toleration'), nullable=True)
+COMPONENT = a_dict('repository, image, version', nullable=True)
+# The options of rdma_network_operator: the network_operator role's variables without the prefix.
+OPTIONS = a_dict('components and settings: the network_operator role variables without the prefix', nullable=True,
+                 keys={
+                     'rdma_shared_device_plugin': COMPONENT,
+                     'ofed_driver': COMPONENT,
+                     'sriov_device_plugin': a_dict('repository, image, version, resources', nullable=True, keys={
+                         'resources': a_list('resources (dicts with resource_name)', a_dict('a resource'),
+                                             nullable=True)}),
+                     'secondary_network': a_dict('multus, cni_plugins, ipam_plugin, ipoib', nullable=True,
+                                                 values=COMPONENT),
+                     'nv_ipam': COMPONENT,
+                     'host_device_networks': a_list('networks (dicts with name, range or pool)',
+                                                    a_dict('a network'), nullable=True),
+                     'tolerations': TOLERATIONS,
+                     'deployment_tolerations': TOLERATIONS,
+                     'node_affinity': a_dict('a Kubernetes node affinity', nullable=True),
+                     'image_pull_secrets': names('secret names', nullable=True),
+                 })
 
 
 def _host_ports(hostvars, hosts):
     ports = []
     for host in hosts:
-        try:
-            facts = hostvars[host].get('ansible_facts') or {}
-        except KeyError:
+        variables = host_vars('rdma_network_operator_groups', hostvars, host)
+        if variables is None:
             raise AnsibleFilterError('rdma_network_operator_groups: %s is not a host of the inventory' % host)
-        ports.extend(facts.get('rdma_ports') or [])
+        facts = nested('rdma_network_operator_groups', 'ansible_facts of %s' % host,
+                       variables.get('ansible_facts') or {}, a_dict('the facts of the host'))
+        ports.extend(nested('rdma_network_operator_groups', 'ansible_facts.rdma_ports of %s' % host,
+                            facts.get('rdma_ports') or [], PORTS))
     return ports
 
 
+@filter_args('rdma_network_operator_groups',
+             resources=a_list('{group, resource_name, link_types}', nullable=True, label='network_operator_resources'),
+             fabrics=a_dict('the output of rdma_fabrics', keys={
+                 'groups': a_dict('group name -> fabric', values=a_dict('a fabric of rdma_fabrics', keys={
+                     'hosts': names('host names', nullable=True)}))}),
+             hostvars=a_dict('hostvars: host name -> variables'),
+             rdma_hca_max=a_number('rdmaHcaMax of the resources', whole=True),
+             inventory_groups=INVENTORY_GROUPS)
 def rdma_network_operator_groups(resources, fabrics, hostvars, rdma_hca_max=63, inventory_groups=None):
     """The groups the NicClusterPolicy serves, each with its hosts' discovered ports.
 
     ``resources`` (network_operator_resources) names them when not empty; otherwise every GPU group whose fabric
     says ``kubernetes: shared_device_plugin``, with the fabric's ``rdma_resource`` and link layer.
     """
-    if resources is not None and (isinstance(resources, (str, dict)) or not isinstance(resources, (list, tuple))):
-        raise AnsibleFilterError('rdma_network_operator_groups: network_operator_resources must be a list of '
-                                 '{group, resource_name, link_types}, got %s' % type(resources).__name__)
-    if not isinstance(fabrics, dict) or not isinstance(fabrics.get('groups', {}), dict):
-        raise AnsibleFilterError('rdma_network_operator_groups: the fabrics must be the output of rdma_fabrics')
+    fabric_groups = fabrics.get('groups', {})
     groups = []
     if resources:
         for item in resources:
             if not isinstance(item, dict) or not item.get('group') or not item.get('resource_name'):
                 raise AnsibleFilterError('rdma_network_operator_groups: every network_operator_resources entry needs '
                                          'group and resource_name, got %r' % (item,))
+            if item.get('link_types') is not None and (isinstance(item['link_types'], (str, dict))
+                                                       or not isinstance(item['link_types'], (list, tuple))):
+                raise AnsibleFilterError('rdma_network_operator_groups: network_operator_resources entry %s: '
+                                         'link_types must be a list of link layers (InfiniBand, Ethernet), got %r'
+                                         % (item['group'], item['link_types']))
             members = list((inventory_groups or {}).get(item['group'])
-                           or (fabrics['groups'].get(item['group']) or {}).get('hosts') or [])
+                           or (fabric_groups.get(item['group']) or {}).get('hosts') or [])
             groups.append({'group': item['group'], 'resource_name': item['resource_name'],
                            'resource': 'rdma/%s' % item['resource_name'],
                            'rdma_hca_max': item.get('rdma_hca_max', rdma_hca_max),
                            'link_types': item.get('link_types'), 'hosts': members,
                            'ports': _host_ports(hostvars, members)})
         return groups
-    for name, fabric in sorted(fabrics['groups'].items()):
+    for name, fabric in sorted(fabric_groups.items()):
         if fabric.get('kubernetes') != 'shared_device_plugin':
             continue
         prefix, _sep, resource_name = (fabric.get('rdma_resource') or '').partition('/')
@@ -59,6 +96,9 @@ def rdma_network_operator_groups(resources, fabrics, hostvars, rdma_hca_max=63, 
             raise AnsibleFilterError('rdma_network_operator_groups: group %s: the RDMA shared device plugin of the '
                                      'Network Operator serves rdma/<name> resources; rdma_resource is %r'
                                      % (name, fabric.get('rdma_resource')))
+        if not fabric.get('link_layer'):
+            raise AnsibleFilterError('rdma_network_operator_groups: fabrics.groups.%s has no link_layer: the fabrics '
+                                     'must be the output of rdma_fabrics' % name)
         groups.append({'group': name, 'resource_name': resource_name, 'resource': fabric['rdma_resource'],
                        'rdma_hca_max': rdma_hca_max,
                        'link_types': [fabric['link_layer']], 'hosts': list(fabric.get('hosts') or []),
@@ -66,6 +106,13 @@ def rdma_network_operator_groups(resources, fabrics, hostvars, rdma_hca_max=63, 
     return groups
 
 
+@filter_args('rdma_network_operator',
+             groups=a_list('groups of rdma_network_operator_groups (dicts with resource_name, ports)', a_dict(
+                 'a group with resource_name and ports', keys={
+                     'ports': PORTS, 'link_types': names('link layers (InfiniBand, Ethernet)', nullable=True),
+                     'hosts': names('host names', nullable=True)}), nullable=True),
+             release=a_scalar('a Network Operator release such as v26.4.1'),
+             options=OPTIONS)
 def rdma_network_operator(groups, release, options=None):
     options = dict(options or {})
     groups = list(groups or [])
@@ -85,6 +132,17 @@ def rdma_network_operator(groups, release, options=None):
     return {'helm_values': values, 'objects': objects, 'resources': resources}
 
 
+@filter_args('rdma_node_resources',
+             resources=a_list('resources of rdma_network_operator or rdma_spiderpool (dicts with resource)', a_dict(
+                 'a resource record', required=('resource',), keys={
+                     'hosts': names('host names', nullable=True),
+                     'if_names': names('interface names', nullable=True)}), nullable=True),
+             nodes=a_list('Kubernetes Node objects (dicts)', a_dict('a Node object', keys={
+                 'metadata': a_dict('name, labels', nullable=True, keys={
+                     'labels': a_dict('labels', nullable=True)}),
+                 'status': a_dict('allocatable', nullable=True, keys={
+                     'allocatable': a_dict('resource -> quantity', nullable=True)})}), nullable=True),
+             inventory_groups=INVENTORY_GROUPS)
 def rdma_node_resources(resources, nodes, inventory_groups=None):
     resources = [dict(r) for r in resources or []]
     for resource in resources:
@@ -93,10 +151,15 @@ def rdma_node_resources(resources, nodes, inventory_groups=None):
     return node_resources(resources, list(nodes or []))
 
 
+@filter_args('rdma_daemonsets_not_ready',
+             daemonsets=a_list('DaemonSet objects (dicts)', a_dict('a DaemonSet object', keys={
+                 'metadata': a_dict('name', nullable=True),
+                 'status': a_dict('desiredNumberScheduled, numberReady', nullable=True)}), nullable=True))
 def rdma_daemonsets_not_ready(daemonsets):
     return daemonsets_not_ready(list(daemonsets or []))
 
 
+@filter_args('rdma_merge_tolerations', existing=TOLERATIONS, wanted=TOLERATIONS)
 def rdma_merge_tolerations(existing, wanted):
     try:
         return merge_tolerations(list(existing or []), list(wanted or []))

@@ -21,66 +21,128 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
     resolve_expectation,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
+    a_dict, a_list, a_name, a_str, describe, filter_args, host_vars, names, nested)
+
+PORTS = a_list('rdma_ports records (dicts with device and port)',
+               a_dict('an rdma_ports record', required=('device', 'port')), nullable=True)
+GROUP_NAMES = names('group names (e.g. group_names)', nullable=True)
+GROUP_EXPECTATIONS = a_dict('group name -> expectation', nullable=True)
+HOST_NAME = a_name('a host name (str)')
+RESULT_PORTS = a_list('port records (dicts)', a_dict('a port record'))
+FABRIC_GROUPS = a_dict('the groups of rdma_fabrics: group name -> fabric', nullable=True, values=a_dict(
+    'a fabric of rdma_fabrics', keys={'hosts': names('host names', nullable=True)}))
 
 
-def rdma_check(ports, expectation=None, group_names=None, group_expectations=None):
+def _check(name, ports, expectation, group_names, group_expectations):
     try:
         group, resolved = resolve_expectation(expectation, group_names, group_expectations)
     except ExpectationError as exc:
-        raise AnsibleFilterError('rdma_check: %s' % exc)
+        raise AnsibleFilterError('%s: %s' % (name, exc))
     result = evaluate_host(list(ports or []), resolved)
     result['group'] = group
     result['expectation'] = resolved
     return result
 
 
+@filter_args('rdma_check', ports=PORTS,
+             expectation=a_dict('an expectation: link_layer, min_active_ports, min_rate_gbps, devices', nullable=True),
+             group_names=GROUP_NAMES, group_expectations=GROUP_EXPECTATIONS)
+def rdma_check(ports, expectation=None, group_names=None, group_expectations=None):
+    return _check('rdma_check', ports, expectation, group_names, group_expectations)
+
+
+@filter_args('rdma_check_hosts', hosts=names('host names (e.g. ansible_play_hosts_all)', nullable=True),
+             hostvars=a_dict('hostvars: host name -> variables'), fabrics=FABRIC_GROUPS)
 def rdma_check_hosts(hosts, hostvars, fabrics=None):
     """rdma_check for every host that ran the facts module (registered ``rdma_discovery_facts``), in one call.
 
     A host's expectation is its own ``rdma_discovery_expected_ports`` or else the ``expected_ports`` of its GPU
     group's fabric (``fabrics``: the ``groups`` of ``rdma_fabrics``); it is reported under that group.
     """
+    name = 'rdma_check_hosts'
     groups = (fabrics or {})
-    expectations = dict((name, fabric.get('expected_ports')) for name, fabric in groups.items())
-    group_of = dict((host, name) for name, fabric in groups.items() for host in fabric.get('hosts') or [])
+    expectations = dict((group, fabric.get('expected_ports')) for group, fabric in groups.items())
+    group_of = dict((host, group) for group, fabric in groups.items() for host in fabric.get('hosts') or [])
     results = []
     for host in hosts or []:
-        try:
-            host_vars = hostvars[host]
-        except KeyError:
+        variables = host_vars(name, hostvars, host)
+        if variables is None:
             continue
-        facts = host_vars.get('rdma_discovery_facts')
-        if not facts or facts.get('failed') or facts.get('skipped'):
+        facts = variables.get('rdma_discovery_facts')
+        if not facts:
             continue
-        gathered = host_vars.get('ansible_facts') or {}
-        group_names = list(host_vars.get('group_names') or [])
+        nested(name, 'rdma_discovery_facts of %s' % host, facts, a_dict('the registered facts module result'))
+        if facts.get('failed') or facts.get('skipped'):
+            continue
+        gathered = nested(name, 'ansible_facts of %s' % host, variables.get('ansible_facts') or {},
+                          a_dict('the facts of the host'))
+        group_names = list(nested(name, 'group_names of %s' % host, variables.get('group_names') or [],
+                                  GROUP_NAMES))
         if host in group_of:
             group_names = [group_of[host]] + [g for g in group_names if g != group_of[host]]
-        result = rdma_check(gathered.get('rdma_ports') or [], host_vars.get('rdma_discovery_expected_ports') or None,
-                            group_names, expectations)
-        result.update(host=host, source=facts.get('source'), devices=list(gathered.get('rdma_devices') or []))
+        ports = nested(name, 'ansible_facts.rdma_ports of %s' % host, gathered.get('rdma_ports') or [], PORTS)
+        result = _check('%s: %s' % (name, host), ports, variables.get('rdma_discovery_expected_ports') or None,
+                        group_names, expectations)
+        devices = nested(name, 'ansible_facts.rdma_devices of %s' % host, gathered.get('rdma_devices') or [],
+                         a_list('rdma_devices records'))
+        result.update(host=host, source=facts.get('source'), devices=list(devices))
         results.append(result)
     return results
 
 
+@filter_args('rdma_fleet_report',
+             results=a_list('rdma_check results with the host name (dicts with host, verdict and ports)'),
+             all_hosts=names('host names (e.g. ansible_play_hosts_all)'),
+             ledgers=a_dict('host name -> gpunet_rdma_ledger (e.g. the output of rdma_ledgers)', nullable=True,
+                            values=a_dict('a gpunet_rdma_ledger: stage name -> envelope', nullable=True)),
+             fabrics=FABRIC_GROUPS)
 def rdma_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
     missing = [r for r in results if not isinstance(r, dict) or 'host' not in r or 'verdict' not in r]
     if missing:
         raise AnsibleFilterError('rdma_fleet_report: every result needs "host" and "verdict" (the rdma_check output '
                                  'plus the host name); got %r' % missing[0])
+    for index, result in enumerate(results):
+        nested('rdma_fleet_report', 'the input[%d].host' % index, result['host'], HOST_NAME)
+        if 'ports' not in result:
+            raise AnsibleFilterError('rdma_fleet_report: the input[%d] (host %s) needs "ports" (the rdma_check output '
+                                     'plus the host name)' % (index, result['host']))
+        nested('rdma_fleet_report', 'the input[%d].ports' % index, result['ports'], RESULT_PORTS)
     try:
         return build_fleet_report(list(results), list(all_hosts), dict(ledgers or {}), dict(fabrics or {}))
     except LedgerError as exc:
         raise AnsibleFilterError('rdma_fleet_report: ledgers: %s' % exc)
 
 
+@filter_args('rdma_firmware_result',
+             module_results=a_list('results of gpunet.rdma.mlxconfig (dicts)', a_dict('an mlxconfig result', keys={
+                 'item': a_dict('the loop item: device, pci_address', nullable=True),
+                 'config': a_dict('parameter -> {current, next_boot}', nullable=True,
+                                  values=a_dict('current, next_boot')),
+                 'pending': names('parameter names', nullable=True),
+                 'changes': a_dict('parameter -> {before, after}', nullable=True)}), nullable=True),
+             host=a_str('the host name'),
+             apply=a_str('how pending changes are activated: none, mlxfwreset, reboot'),
+             wanted=names('parameter names (e.g. nic_firmware_params.keys())', nullable=True),
+             previous=a_dict('the record of rdma_firmware_result from before the activation', nullable=True, keys={
+                 'devices': a_list('device records', a_dict('a device record', required=('pci_address', 'changes')),
+                                   nullable=True)}),
+             targets=a_list('PCI functions (dicts with device and pci_address)', nullable=True))
 def rdma_firmware_result(module_results, host, apply, wanted=None, previous=None, targets=None):
     return firmware_result(list(module_results or []), host, apply, list(wanted or []), previous, targets)
 
 
+@filter_args('rdma_report_markdown')
 def rdma_report_markdown(report):
     if not isinstance(report, dict) or 'hosts' not in report or 'summary' not in report:
-        raise AnsibleFilterError('rdma_report_markdown: expects the output of rdma_fleet_report')
+        raise AnsibleFilterError('rdma_report_markdown: expects the output of rdma_fleet_report (the input must be a '
+                                 'dict with hosts and summary), got %s' % describe(report))
+    nested('rdma_report_markdown', 'the input', report, a_dict('the output of rdma_fleet_report', keys={
+        'summary': a_dict('the summary of rdma_fleet_report', required=(
+            'hosts', 'pass', 'fail', 'unchecked', 'no_facts', 'ports', 'active_ports')),
+        'hosts': a_list('host records', a_dict('a host record of rdma_fleet_report', required=(
+            'host', 'group', 'expectation', 'ok_ports', 'source', 'verdict', 'ports', 'problems'), keys={
+                'ports': RESULT_PORTS, 'problems': a_list('problems (str)')}))}))
     return render_markdown(report)
 
 

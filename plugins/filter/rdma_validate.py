@@ -12,19 +12,39 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import to_nice_yaml
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import roce_gid_index
 from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
     line_rate_result, parse_ulimit, ulimit_problem)
 from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import (
     mpijob, pod_templates, validation_groups, validation_pods, volcano_job)
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
+    a_dict, a_list, a_number, a_str, describe, filter_args, names, nested)
+
+RATE = a_number('the line rate in Gb/s', nullable=True)
+MIN_PCT = a_number('the minimum share of the line rate in %')
+PORT_NUMBER = a_number('the port number', whole=True)
+PORT_RECORDS = a_list('rdma_ports records (dicts)', a_dict('an rdma_ports record'), nullable=True)
+NAMES = names('names', nullable=True)
+RESOURCES = a_list('resource records (dicts with group, resource, hosts, if_names)', a_dict(
+    'a resource record', required=('group', 'resource'), keys={'hosts': NAMES, 'if_names': NAMES}), nullable=True)
+STAGE_RESULT = a_dict('a cluster stage result with resources', nullable=True, keys={'resources': RESOURCES})
 
 
-def rdma_line_rate(output, rate_gbps, min_pct=90, rc=0):
+def _line_rate(output, rate_gbps, min_pct=90, rc=0):
     return line_rate_result(output or '', float(rate_gbps) if rate_gbps else None, float(min_pct), rc)
 
 
+@filter_args('rdma_line_rate', output=a_str('the output of ib_write_bw', nullable=True), rate_gbps=RATE,
+             min_pct=MIN_PCT, rc=a_number('the exit status of ib_write_bw', nullable=True, whole=True))
+def rdma_line_rate(output, rate_gbps, min_pct=90, rc=0):
+    return _line_rate(output, rate_gbps, min_pct, rc)
+
+
+@filter_args('rdma_pod_result', log=a_str("the client pod's log", nullable=True), rate_gbps=RATE, min_pct=MIN_PCT,
+             min_memlock_kib=a_number('the minimum memlock limit in KiB', whole=True))
 def rdma_pod_result(log, rate_gbps, min_pct=90, min_memlock_kib=1048576):
     """A client pod's log: the ulimit -l line and the bandwidth, judged together."""
-    record = rdma_line_rate(log, rate_gbps, min_pct)
+    record = _line_rate(log, rate_gbps, min_pct)
     memlock = parse_ulimit('\n'.join(line for line in (log or '').splitlines() if line.startswith('ulimit -l')))
     record['memlock'] = memlock
     problem = ulimit_problem(memlock, int(min_memlock_kib))
@@ -34,35 +54,49 @@ def rdma_pod_result(log, rate_gbps, min_pct=90, min_memlock_kib=1048576):
     return record
 
 
+def _number(name, where, value):
+    """``value`` as a float, or None when unset."""
+    if value in (None, ''):
+        return None
+    return float(nested(name, where, value, a_number('Gb/s')))
+
+
+@filter_args('rdma_perftest_tests', ports=a_list('rdma_ports records'), line_rate_gbps=RATE,
+             tool=a_str('the perftest tool, e.g. ib_write_bw'))
 def rdma_perftest_tests(ports, line_rate_gbps=None, tool='ib_write_bw'):
     """The perftest module's tests for ``rdma_ports`` records: one per port, judged against the line rate given, else
-    the port's own rate."""
-    if isinstance(ports, (str, dict)) or not isinstance(ports, (list, tuple)):
-        raise AnsibleFilterError('rdma_perftest_tests: the input must be a list of rdma_ports records, got %s'
-                                 % type(ports).__name__)
+    the port's own rate. A RoCE port whose GID table is known gets the index of its RoCE v2 GID of an IPv4 address
+    (``-x``); perftest's own choice stays for InfiniBand and for ports without a usable entry."""
     tests = []
-    for port in ports:
+    for index, port in enumerate(ports):
         if not isinstance(port, dict) or not port.get('device') or port.get('port') is None:
             raise AnsibleFilterError('rdma_perftest_tests: every port needs device and port (an rdma_ports record), '
                                      'got %r' % (port,))
+        nested('rdma_perftest_tests', 'the input[%d].port' % index, port['port'], PORT_NUMBER)
         rate = line_rate_gbps if line_rate_gbps not in (None, '') else port.get('rate_gbps')
+        gids = port.get('gids')
+        if gids is not None and not isinstance(gids, list):
+            raise AnsibleFilterError('rdma_perftest_tests: the input[%d].gids must be the GID table of the port (a '
+                                     'list), got %s' % (index, type(gids).__name__))
         tests.append({'device': port['device'], 'port': int(port['port']), 'tool': tool,
-                      'line_rate_gbps': float(rate) if rate not in (None, '') else None})
+                      'gid_index': roce_gid_index(port) if gids else None,
+                      'line_rate_gbps': _number('rdma_perftest_tests', 'the input[%d].rate_gbps' % index, rate)})
     return tests
 
 
+@filter_args('rdma_perftest_records', results=a_list('results of gpunet.rdma.perftest (dicts)'),
+             ports=a_list('rdma_ports records', nullable=True), host=a_str('the host name'),
+             kind=a_str('what the test was: loopback, pair'))
 def rdma_perftest_records(results, ports, host, kind='loopback'):
     """The report's test records from the perftest module's results, with each port's netdev and link layer."""
-    if isinstance(results, (str, dict)) or not isinstance(results, (list, tuple)):
-        raise AnsibleFilterError('rdma_perftest_records: the input must be the results list of gpunet.rdma.perftest, '
-                                 'got %s' % type(results).__name__)
     by_port = dict(((p.get('device'), p.get('port')), p) for p in ports or [] if isinstance(p, dict))
     records = []
-    for result in results:
+    for index, result in enumerate(results):
         if not isinstance(result, dict) or 'device' not in result or 'record' not in result:
             raise AnsibleFilterError('rdma_perftest_records: %r is not a result of gpunet.rdma.perftest' % (result,))
         port = by_port.get((result['device'], result.get('port'))) or {}
-        record = dict(result['record'] or {})
+        record = dict(nested('rdma_perftest_records', 'the input[%d].record' % index, result['record'] or {},
+                             a_dict('the test record of gpunet.rdma.perftest')))
         record.update(kind=kind, host=host, device=result['device'], port=result.get('port'),
                       netdev=port.get('netdev'), link_layer=port.get('link_layer'), tool=result.get('tool'),
                       ok=result.get('ok'), problem=result.get('problem'))
@@ -70,26 +104,39 @@ def rdma_perftest_records(results, ports, host, kind='loopback'):
     return records
 
 
+@filter_args('rdma_manifest_files', objects=a_list('Kubernetes objects'),
+             extra=a_dict('file name -> content', nullable=True))
 def rdma_manifest_files(objects, extra=None):
     """``[{name, content}]`` for gpunet.rdma.manifests: ``<kind>-<name>.yaml`` per Kubernetes object, YAML as
     ``to_nice_yaml(indent=2)`` writes it; ``extra`` maps more file names to data (YAML) or text (kept as it is)."""
-    if isinstance(objects, (str, dict)) or not isinstance(objects, (list, tuple)):
-        raise AnsibleFilterError('rdma_manifest_files: the input must be a list of Kubernetes objects, got %s'
-                                 % type(objects).__name__)
-    if extra is not None and not isinstance(extra, dict):
-        raise AnsibleFilterError('rdma_manifest_files: extra must map file names to content, got %s'
-                                 % type(extra).__name__)
+    odd = [name for name in extra or {} if not isinstance(name, str)]
+    if odd:
+        raise AnsibleFilterError('rdma_manifest_files: extra must map file names (strings) to content, got the key %s'
+                                 % describe(odd[0]))
     files = []
     for name, data in sorted((extra or {}).items()):
         files.append({'name': name, 'content': data if isinstance(data, str) else to_nice_yaml(data, indent=2)})
     for obj in objects:
-        if not isinstance(obj, dict) or not obj.get('kind') or not (obj.get('metadata') or {}).get('name'):
+        if not isinstance(obj, dict) or not isinstance(obj.get('metadata') or {}, dict) or not obj.get('kind') \
+                or not (obj.get('metadata') or {}).get('name'):
             raise AnsibleFilterError('rdma_manifest_files: every object needs kind and metadata.name, got %r' % (obj,))
         files.append({'name': '%s-%s.yaml' % (str(obj['kind']).lower(), obj['metadata']['name']),
                       'content': to_nice_yaml(obj, indent=2)})
     return files
 
 
+@filter_args('rdma_validation_manifests', network_operator_result=STAGE_RESULT, spiderpool_result=STAGE_RESULT,
+             ports_by_host=a_dict('host name -> rdma_ports', values=PORT_RECORDS, nullable=True),
+             options=a_dict('image, workload_image, namespace, message_size, replicas, extra_groups', nullable=True,
+                            keys={'image': a_str('an image with perftest', nullable=True),
+                                  'workload_image': a_str('the image of the workloads', nullable=True),
+                                  'namespace': a_str('a namespace', nullable=True),
+                                  'message_size': a_number('bytes', nullable=True, whole=True),
+                                  'replicas': a_number('pods', nullable=True, whole=True),
+                                  'extra_groups': a_list('groups (dicts with group, resources, device)', a_dict(
+                                      'a group', required=('group', 'resources', 'device'), keys={
+                                          'resources': names('RDMA resource names'), 'hosts': NAMES,
+                                          'hcas': NAMES}), nullable=True)}))
 def rdma_validation_manifests(network_operator_result, spiderpool_result, ports_by_host, options=None):
     options = dict(options or {})
     if not options.get('image'):

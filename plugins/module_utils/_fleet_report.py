@@ -14,6 +14,7 @@ import json
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, check_envelope, plain
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import summary as ledger_summary
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import roce_gid_index
 
 EXPECTATION_KEYS = ('link_layer', 'min_active_ports', 'min_rate_gbps', 'devices')
 LINK_LAYERS = ('InfiniBand', 'Ethernet')
@@ -270,8 +271,8 @@ def cluster_state(record):
     }
 
 
-_VALIDATION_KEYS = ('kind', 'host', 'server', 'device', 'port', 'netdev', 'average_gbps', 'line_rate_gbps',
-                    'line_rate_pct', 'memlock', 'ok', 'problem')
+_VALIDATION_KEYS = ('kind', 'host', 'server', 'device', 'port', 'netdev', 'gid_index', 'average_gbps',
+                    'line_rate_gbps', 'line_rate_pct', 'min_line_rate_pct', 'memlock', 'ok', 'problem')
 
 
 def validation_state(records, pod_results=None):
@@ -396,6 +397,19 @@ def _cell(value):
 def _rate_cell(port):
     rate = port.get('rate_gbps')
     return '-' if rate is None else '%s Gb/s' % _fmt_number(rate)
+
+
+def gid_cell(port):
+    """The GID index a RoCE test and NCCL use on the port (RoCE v2 of its IPv4 address), from its GID table."""
+    if port.get('link_layer') != 'Ethernet':
+        return '-'
+    if not port.get('gids'):
+        return 'unknown (no GID table from this source)'
+    index = roce_gid_index(port)
+    if index is None:
+        return 'none: no IPv4 address on %s' % (port.get('netdev') or 'the port')
+    entry = next(g for g in port['gids'] if g['index'] == index)
+    return '%d (%s)' % (index, entry['ipv4'])
 
 
 def _netdev_cell(port):
@@ -647,15 +661,15 @@ def render_markdown(report):
         '',
         '## Ports',
         '',
-        '| host | group | device | port | netdev | state | link layer | rate | verdict |',
-        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+        '| host | group | device | port | netdev | state | link layer | rate | RoCE v2 GID (IPv4) | verdict |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ]
     for host in report['hosts']:
         for port in host['ports']:
             verdict = port['verdict'] + (': %s' % port['note'] if port.get('note') else '')
             lines.append('| %s |' % ' | '.join(_cell(v) for v in (
                 host['host'], host['group'], port['device'], port['port'], _netdev_cell(port), _state_cell(port),
-                port.get('link_layer'), _rate_cell(port), verdict)))
+                port.get('link_layer'), _rate_cell(port), gid_cell(port), verdict)))
     lines += _stages_section(report)
     lines += _firmware_section(report)
     lines += _drivers_section(report)

@@ -136,7 +136,7 @@ def stale_resource_patch(node_status, names):
     return operations
 
 
-# The seed's driver container rollout: one node at a time, drained, no safe-load.
+# The InfiniBand field report's driver container rollout: one node at a time, drained, no safe-load.
 DEFAULT_UPGRADE_POLICY = {
     'autoUpgrade': True,
     'maxParallelUpgrades': 1,
@@ -273,7 +273,7 @@ def check_ip_networks(networks):
 
 
 def whereabouts_ipam(network):
-    """The IPAM JSON string of a HostDeviceNetwork using whereabouts (as in the seed)."""
+    """The IPAM JSON string of a HostDeviceNetwork using whereabouts (as in the InfiniBand field report)."""
     ipam = {'type': 'whereabouts', 'datastore': 'kubernetes',
             'kubernetes': {'kubeconfig': '/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig'},
             'range': network['range'], 'log_file': '/var/log/whereabouts.log', 'log_level': 'info'}

@@ -425,7 +425,7 @@ def line_rate_result(output, rate_gbps, min_pct, rc=0):
     record = {'ok': False, 'average_gbps': None, 'peak_gbps': None, 'line_rate_gbps': rate_gbps,
               'line_rate_pct': None, 'problem': None, 'failures': failures, 'bytes': None, 'unit': None,
               'numbers_unit': None, 'unit_mismatch': None, 'msg_rate_mpps': None, 'device': None, 'link_type': None,
-              'qps': None, 'bidirectional': False, 'directions': 1}
+              'qps': None, 'bidirectional': False, 'directions': 1, 'min_line_rate_pct': min_pct, 'gid_index': None}
     if parsed is None:
         record['problem'] = (failures[0]['remedy'] if failures
                              else 'ib_write_bw printed no result table (exit status %s)' % rc)
@@ -433,7 +433,7 @@ def line_rate_result(output, rate_gbps, min_pct, rc=0):
     directions = 2 if parsed['bidirectional'] else 1
     record.update((key, parsed[key]) for key in ('average_gbps', 'peak_gbps', 'bytes', 'unit', 'numbers_unit',
                                                  'unit_mismatch', 'msg_rate_mpps', 'device', 'link_type', 'qps',
-                                                 'bidirectional'))
+                                                 'bidirectional', 'gid_index'))
     record['directions'] = directions
     if parsed['problem']:
         record['problem'] = parsed['problem']

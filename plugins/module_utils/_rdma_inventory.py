@@ -74,7 +74,7 @@ VF_DEVICE_IDS = frozenset(['MT4098', 'MT4100', 'MT4114', 'MT4116', 'MT4118', 'MT
 
 PORT_KEYS = (
     'device', 'port', 'netdev', 'netdev_state', 'state', 'physical_state',
-    'link_layer', 'rate_gbps', 'rate', 'lid', 'sm_lid', 'pci_address', 'source', 'unknown',
+    'link_layer', 'rate_gbps', 'rate', 'lid', 'sm_lid', 'pci_address', 'gids', 'source', 'unknown',
 )
 DEVICE_KEYS = (
     'device', 'pci_address', 'node_guid', 'node_desc', 'fw_ver', 'hca_type', 'board_id',
@@ -85,7 +85,7 @@ DEVICE_KEYS = (
 UNKNOWABLE_PORT_KEYS = ('state', 'physical_state', 'link_layer', 'rate_gbps')
 # What sysfs can add to a port listed by a command.
 FILLABLE_PORT_KEYS = ('state', 'physical_state', 'link_layer', 'rate_gbps', 'rate', 'lid', 'sm_lid',
-                      'pci_address')
+                      'pci_address', 'gids')
 FILLABLE_DEVICE_KEYS = ('pci_address', 'node_guid', 'node_desc', 'fw_ver', 'hca_type', 'board_id',
                         'virtual_function', 'physical_function', 'physical_function_device', 'sriov_numvfs',
                         'sriov_totalvfs')
@@ -97,6 +97,11 @@ _NETDEV_NAME_RE = re.compile(r'^[^/:\s]{1,15}$')
 # RDMA device names: the kernel refuses '/' and limits them to IB_DEVICE_NAME_MAX (64) bytes.
 _DEVICE_NAME_RE = re.compile(r'^[^/\s]{1,63}$')
 _DIGITS_RE = re.compile(r'^[0-9]+$')
+# ports/N/gids/I: eight groups of four hex digits; the empty entries of the table are all zeros.
+_GID_RE = re.compile(r'^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$')
+_ZERO_GID = '0000:0000:0000:0000:0000:0000:0000:0000'
+# An IPv4-mapped GID (::ffff:a.b.c.d), which RoCE derives from an IPv4 address of the netdev.
+_IPV4_MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:'
 
 
 class RdmaParseError(ValueError):
@@ -405,7 +410,44 @@ class SysfsReader(object):
             netdev = netdevs_by_port.get(number)
         record['netdev'] = netdev
         record['netdev_state'] = self.netdev_state(netdev)
+        record['gids'] = self._gids(port_dir, record['link_layer'])
         return record
+
+    def _gids(self, port_dir, link_layer):
+        """The port's GID table without its empty entries: index, GID, type, netdev and the IPv4 address of an
+        IPv4-mapped GID.
+
+        ``gid_attrs/types/I`` reads "IB/RoCE v1" or "RoCE v2"; on an InfiniBand port the type is IB. The kernel
+        refuses reads of ``gid_attrs/*/I`` for empty entries and of ``ndevs`` on InfiniBand ports (EINVAL): those
+        are None. The table keeps its gaps (an address removed from a netdev empties its entries).
+        """
+        gids_dir = os.path.join(port_dir, 'gids')
+        try:
+            names = os.listdir(gids_dir)
+        except OSError:
+            return []
+        table = []
+        for index in sorted((int(name) for name in names if _is_number(name))):
+            gid = self._read(gids_dir, str(index))
+            if gid is None or gid == _ZERO_GID:
+                continue
+            if not _GID_RE.match(gid):
+                where = os.path.join(gids_dir, str(index))
+                raise RdmaParseError('unexpected GID %r in %s' % (printable(gid, 80), where), gid)
+            kind = self._read(os.path.join(port_dir, 'gid_attrs', 'types'), str(index))
+            if link_layer == 'InfiniBand':
+                kind = 'IB'
+            elif kind is not None:
+                kind = {'IB/RoCE v1': 'RoCE v1', 'RoCE v2': 'RoCE v2'}.get(kind, kind)
+            netdev = self._read(os.path.join(port_dir, 'gid_attrs', 'ndevs'), str(index)) or None
+            if netdev is not None:
+                check_netdev_name(netdev, os.path.join(port_dir, 'gid_attrs', 'ndevs', str(index)))
+            ipv4 = None
+            if gid.lower().startswith(_IPV4_MAPPED_PREFIX):
+                packed = gid[len(_IPV4_MAPPED_PREFIX):].replace(':', '')
+                ipv4 = '.'.join(str(int(packed[i:i + 2], 16)) for i in range(0, 8, 2))
+            table.append({'index': index, 'gid': gid.lower(), 'type': kind, 'netdev': netdev, 'ipv4': ipv4})
+        return table
 
     def _pci_address(self, device_dir):
         link = os.path.join(device_dir, 'device')
@@ -486,6 +528,26 @@ class SysfsReader(object):
             raise RdmaParseError('%s holds a NUL byte; sysfs attributes are text' % path,
                                  printable(text.strip(), 200))
         return text.strip()
+
+
+def roce_gid_index(port, version='RoCE v2', family='ipv4'):
+    """The GID index a RoCE test of ``port`` (an rdma_ports record) should use: the first entry of ``version`` bound
+    to an address of ``family`` (``ipv4``: an IPv4-mapped GID; ``ipv6``: a global IPv6 GID, not link-local) on the
+    port's netdev. None for InfiniBand ports (no GID needed), for ports whose GID table is unknown (a command
+    source) or has no such entry - callers then let the tool choose and say so.
+    """
+    if port.get('link_layer') != 'Ethernet' or not port.get('gids'):
+        return None
+    for entry in port['gids']:
+        if entry.get('type') != version:
+            continue
+        if port.get('netdev') and entry.get('netdev') not in (None, port['netdev']):
+            continue
+        if family == 'ipv4' and entry.get('ipv4'):
+            return entry['index']
+        if family == 'ipv6' and not entry.get('ipv4') and not str(entry.get('gid', '')).startswith('fe80:'):
+            return entry['index']
+    return None
 
 
 def fill_from_sysfs(ports, devices, reader):

@@ -310,7 +310,7 @@ def _check_inject(inject, workload_namespace):
 
 
 def rdma_tools_daemonset(options, networks, resources, inject_key=None):
-    """A DaemonSet like seed 001's rdma-tools: one pod per node of the group, every GPU network attached.
+    """A DaemonSet like the Spiderpool RoCE guide's rdma-tools: one pod per node of the group, every GPU network attached.
 
     With injection on, the pods carry only the injection annotation (Spiderpool's webhook adds the networks and
     the RDMA resources; any other network annotation would break the injection).

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Pods and job templates that use a group's RDMA resources: the pod-level ib_write_bw check, a Kubeflow
-MPIJob (nccl-tests) and a Volcano Job like seed 003's vLLM example.
+MPIJob (nccl-tests) and a Volcano Job like the InfiniBand field report's vLLM example.
 
 Every pod requests the group's RDMA resources, adds IPC_LOCK (memory registration locks memory) and
 mounts a memory-backed /dev/shm (NCCL's shared memory transport).
@@ -43,6 +43,17 @@ def _pod_spec(containers, group, restart='Never'):
     return spec
 
 
+# A shell function for the validation pods: the index of the RoCE v2 GID of one of the pod's own IPv4 addresses
+# on DEVICE's port 1 (empty when there is none: perftest then picks one itself and says which).
+POD_GID_INDEX = (
+    'gid_index() { for a in $(ip -4 -o addr show | awk \'{print $4}\' | cut -d/ -f1); do '
+    'h=$(printf \'%02x%02x:%02x%02x\' $(echo "$a" | tr . \' \')); '
+    'for g in /sys/class/infiniband/$1/ports/1/gids/*; do i=${g##*/}; '
+    '[ "$(cat "$g")" = "0000:0000:0000:0000:0000:ffff:$h" ] || continue; '
+    '[ "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] '
+    '&& { echo "$i"; return; }; done; done; };')
+
+
 def validation_pods(group, options):
     """Server pod, client pod (another node of the group) and the headless Service that names the server.
 
@@ -55,6 +66,9 @@ def validation_pods(group, options):
     device = group['device']
     labels = {LABEL: base}
     bw = 'ib_write_bw -d %s -F --report_gbits -s %d' % (device, size)
+    if group.get('link_layer') == 'Ethernet':
+        # The GID index is the pod's own: each pod's macvlan address has its own entries in the shared table.
+        bw = '%s X=$(%s); %s${X:+ -x $X}' % (POD_GID_INDEX, 'gid_index %s' % device, bw)
     annotations = dict(group.get('annotations') or {})
     server_spec = _pod_spec([_container('server', options['image'], 'echo "ulimit -l: $(ulimit -l)"; exec %s' % bw,
                                         group)], group)
@@ -81,11 +95,17 @@ def validation_pods(group, options):
 
 
 def nccl_env(group):
-    """NCCL over the group's RDMA devices (seed 003: NCCL_IB_DISABLE=0, NCCL_DEBUG=INFO)."""
+    """NCCL over the group's RDMA devices (the InfiniBand field report: NCCL_IB_DISABLE=0, NCCL_DEBUG=INFO).
+
+    RoCE: no NCCL_IB_GID_INDEX. With macvlan and the shared device plugin every pod's address has its own GID
+    entries, so a fixed index points at another pod's address or at nothing (the hangs and "no route" errors of
+    NCCL issues 718 and 890). NCCL picks the entry itself (NCCL_IB_GID_INDEX unset, -1) from the RoCE version and
+    address family it is given: RoCE v2 (NCCL_IB_ROCE_VERSION_NUM) of an IPv4 address (NCCL_IB_ADDR_FAMILY).
+    """
     env = [{'name': 'NCCL_IB_DISABLE', 'value': '0'}, {'name': 'NCCL_DEBUG', 'value': 'INFO'},
            {'name': 'NCCL_IB_HCA', 'value': ','.join(group.get('hcas') or [group['device']])}]
     if group.get('link_layer') == 'Ethernet':
-        env.append({'name': 'NCCL_IB_GID_INDEX', 'value': '3'})  # RoCE v2 on the default GID table layout
+        env += [{'name': 'NCCL_IB_ROCE_VERSION_NUM', 'value': '2'}, {'name': 'NCCL_IB_ADDR_FAMILY', 'value': 'AF_INET'}]
     return env
 
 
@@ -119,7 +139,7 @@ def mpijob(group, options):
 
 
 def volcano_job(group, options):
-    """A Volcano Job like seed 003's vLLM inference: a master and workers with the RDMA resource and IPC_LOCK."""
+    """A Volcano Job like the InfiniBand field report's vLLM inference: a master and workers with the RDMA resource and IPC_LOCK."""
     name = 'vllm-rdma-%s' % dns_name(group['group'])
     replicas = int(options.get('replicas') or 2)
     gpus = int(group.get('gpus_per_node') or 8)

@@ -231,6 +231,7 @@ def run_pair(module, path, args):
     thread = threading.Thread(target=serve, name='perftest-server')
     thread.daemon = True
     thread.start()
+    time.sleep(0.3)  # the server's listening socket, before the first client (a refused client is retried anyway)
     client_argv = [path] + args + ['127.0.0.1']
     attempt = 0
     while True:

@@ -101,3 +101,7 @@ def crd_release(upstream_crds):
                 documents.extend(d for d in yaml.safe_load_all(handle) if d)
         return crd_index(documents)
     return load
+
+
+# A skipped or expected-to-fail test fails the session (tests/unit/_no_skip.py).
+from _no_skip import pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary  # noqa: E402,F401 pylint: disable=wrong-import-position,unused-import

@@ -85,8 +85,10 @@ def test_containerd_service_limit():
 
 def test_old_container_is_listed_with_its_old_limit():
     """The container started before the change keeps its limit; containerd_tasks_info reports it."""
+    # molecule forces colours for its own output; this one is parsed
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
     out = subprocess.run(['ansible', '-i', INVENTORY, 'ctd-node', '-m', 'gpunet.rdma.containerd_tasks_info', '-o'],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, env=env).stdout
     result = json.loads(out.split('=>', 1)[1])
     old = [t for t in result['tasks'] if t['id'] == 'old-pod-container']
     assert len(old) == 1 and old[0]['namespace'] == 'k8s.io'

@@ -190,16 +190,21 @@ def test_no_server(a100):
     assert explain_failure(err)[0]['kind'] == 'no_exchange'
 
 
-def test_roce_gid_chosen_like_perftest(a100):
+def test_roce_gid_chosen_like_perftest(a100, tmp_path):
     """Without -x perftest picks the best GID of a RoCE port; with -x the entry must exist."""
     (src, _sout, _serr), (crc, cout, _cerr) = pair(a100, 'ib_write_bw', ['-d', 'mlx5_bond_0'], ['-d', 'mlx5_bond_0'])
     assert (src, crc) == (0, 0)
-    assert ' GID index       : 0' in cout.splitlines()
-    assert ' GID: 254:128:00:00:00:00:00:00:14:66:161:255:254:94:48:208' in cout.splitlines()
-    assert parse_bw(cout)['gid_index'] == 0 and parse_bw(cout)['link_type'] == 'Ethernet'
-    # The lab tree has gid_attrs for index 1 but no gids/1 entry: perftest cannot read it.
+    # bond0's table: link-local (0 v1, 1 v2), 10.96.83.26 (2 v1, 3 v2); perftest prefers RoCE v2 of an IPv4 address
+    assert ' GID index       : 3' in cout.splitlines()
+    assert ' GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:96:83:26' in cout.splitlines()
+    assert parse_bw(cout)['gid_index'] == 3 and parse_bw(cout)['link_type'] == 'Ethernet'
+    # A GID index beyond the port's table (16 entries here) cannot be read: perftest stops before connecting.
+    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
+    bond = next(device for device in profile['devices'] if device['name'] == 'mlx5_bond_0')
+    bond['ports'][0]['gid_table_len'] = 16
+    short = build(tmp_path / 'short', profile)
     (src, _sout, serr), (crc, _cout, cerr) = pair(
-        a100, 'ib_write_bw', ['-d', 'mlx5_bond_0', '-x', '1'], ['-d', 'mlx5_bond_0', '-x', '1'])
+        short, 'ib_write_bw', ['-d', 'mlx5_bond_0', '-x', '20'], ['-d', 'mlx5_bond_0', '-x', '20'])
     assert (src, crc, serr, cerr) == (1, 1, ' Unable to set up socket connection\n',
                                       ' Unable to set up socket connection\n')
     assert explain_failure(cerr)[0]['kind'] == 'gid_index'
@@ -224,10 +229,12 @@ def test_infiniband_uses_no_gid_unless_asked(a100):
     assert crc == 0 and not [line for line in cout.splitlines() if 'GID' in line]
     _server, (crc, cout, _cerr) = pair(a100, 'ib_write_bw', ['-d', 'mlx5_1', '-x', '0'], ['-d', 'mlx5_1', '-x', '0'])
     assert crc == 0 and ' GID index       : 0' in cout.splitlines()
-    assert ' GID: 254:128:00:00:00:00:00:00:00:00:00:00:00:00:00:00' in cout.splitlines()
-    (src, _sout, _serr), (crc, _cout, cerr) = pair(
+    # the port GID: subnet prefix fe80::/64 and the port GUID (node_guid 0c42:a103:00a1:0d44)
+    assert ' GID: 254:128:00:00:00:00:00:00:12:66:161:03:00:161:13:68' in cout.splitlines()
+    # index 5 of the table is empty: the kernel refuses the QP's path to it
+    (src, _sout, _serr), (crc, cout, cerr) = pair(
         a100, 'ib_write_bw', ['-d', 'mlx5_1', '-x', '5'], ['-d', 'mlx5_1', '-x', '5'])
-    assert (src, crc, cerr) == (1, 1, ' Unable to set up socket connection\n')
+    assert (src, crc) == (1, 1) and cerr.startswith('Failed to modify QP ')
 
 
 def test_bidirectional_multi_qp(a100):

@@ -165,11 +165,13 @@ def test_markdown_report(tmp_path, hardware):
     lines = text.splitlines()
     assert lines[0] == '# RDMA fleet report'
     assert '4 hosts: 2 pass, 1 fail, 0 unchecked, 1 without facts. 7 ports, 5 ACTIVE.' in lines
-    assert '| host | group | device | port | netdev | state | link layer | rate | verdict |' in lines
+    assert ('| host | group | device | port | netdev | state | link layer | rate | RoCE v2 GID (IPv4) | verdict |'
+            in lines)
+    # mlx5_0's netdev has no IPv4 address; bond0's is 10.96.83.26 (RoCE v2 at index 3)
     assert ('| lab-a100-1 | ib_a100 | mlx5_0 | 1 | enp12s0np0 (Down) | DOWN / Disabled | Ethernet | 10 Gb/s | '
-            'ignored: link layer Ethernet, expected InfiniBand |') in lines
+            'none: no IPv4 address on enp12s0np0 | ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-a100-1 | ib_a100 | mlx5_bond_0 | 1 | bond0 (Up) | ACTIVE / LinkUp | Ethernet | 10 Gb/s | '
-            'ignored: link layer Ethernet, expected InfiniBand |') in lines
+            '3 (10.96.83.26) | ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | FAIL |') in lines
     assert not [line for line in lines if line.startswith('Pending:')]
     for section in ('## Stages', '## Firmware', '## Drivers', '## Container runtime', '## Kubernetes', '## Groups'):

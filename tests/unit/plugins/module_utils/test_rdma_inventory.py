@@ -18,6 +18,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator impo
     shared_device_plugin_config,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import (
+    roce_gid_index,
     DEVICE_KEYS,
     PORT_KEYS,
     RdmaParseError,
@@ -105,6 +106,25 @@ def test_is_virtual_function(device, expected):
 
 # ------------------------------------------------------------------ sysfs
 
+def test_sysfs_roce_table_with_a_gap(tmp_path, hardware):
+    """roce_a100's mlx5_0: entries 2/3 emptied (an old IPv4 address), IPv6 at 4/5, the new IPv4 at 6/7."""
+    root = hardware('roce_a100', tmp_path / 'sys')
+    ports, _devices = SysfsReader(root).read()
+    gids = _by_device(ports)[('mlx5_0', 1)]['gids']
+    assert [(g['index'], g['type'], g['ipv4']) for g in gids] == [
+        (0, 'RoCE v1', None), (1, 'RoCE v2', None), (4, 'RoCE v1', None), (5, 'RoCE v2', None),
+        (6, 'RoCE v1', '172.16.11.11'), (7, 'RoCE v2', '172.16.11.11')]
+
+
+def test_sysfs_gid_of_another_shape_is_refused(tmp_path, hardware):
+    root = hardware('a100', tmp_path / 'sys')
+    gid = os.path.join(root, 'class', 'infiniband', 'mlx5_1', 'ports', '1', 'gids', '7')
+    with open(gid, 'w') as handle:
+        handle.write('fe80::1\n')
+    with pytest.raises(RdmaParseError, match=r"unexpected GID 'fe80::1' in .*/ports/1/gids/7"):
+        SysfsReader(root).read()
+
+
 def test_sysfs_a100_node(tmp_path, hardware):
     root = hardware('a100', tmp_path / 'sys')
     ports, devices = SysfsReader(root).read()
@@ -114,7 +134,21 @@ def test_sysfs_a100_node(tmp_path, hardware):
     assert by[('mlx5_0', 1)] == {
         'device': 'mlx5_0', 'port': 1, 'netdev': 'enp12s0np0', 'netdev_state': 'Down', 'state': 'DOWN',
         'physical_state': 'Disabled', 'link_layer': 'Ethernet', 'rate_gbps': 10, 'rate': '10 Gb/sec (4X SDR)',
-        'lid': 0, 'sm_lid': 0, 'pci_address': '0000:0c:00.0', 'source': 'sysfs', 'unknown': []}
+        'lid': 0, 'sm_lid': 0, 'pci_address': '0000:0c:00.0', 'source': 'sysfs', 'unknown': [],
+        # no IPv4 address on the down netdev: its link-local GID (modified EUI-64 of 0c:42:a1:a1:0c:44) only
+        'gids': [
+            {'index': 0, 'gid': 'fe80:0000:0000:0000:0e42:a1ff:fea1:0c44', 'type': 'RoCE v1', 'netdev': 'enp12s0np0',
+             'ipv4': None},
+            {'index': 1, 'gid': 'fe80:0000:0000:0000:0e42:a1ff:fea1:0c44', 'type': 'RoCE v2', 'netdev': 'enp12s0np0',
+             'ipv4': None}]}
+    # InfiniBand: the port GID (subnet prefix and port GUID), type IB, no netdev (the kernel refuses ndevs reads)
+    assert by[('mlx5_1', 1)]['gids'] == [
+        {'index': 0, 'gid': 'fe80:0000:0000:0000:0c42:a103:00a1:0d44', 'type': 'IB', 'netdev': None, 'ipv4': None}]
+    # the bond's table: link-local v1/v2 at 0/1, bond0's IPv4 address 10.96.83.26 at 2 (v1) and 3 (v2)
+    assert [(g['index'], g['type'], g['netdev'], g['ipv4']) for g in by[('mlx5_bond_0', 1)]['gids']] == [
+        (0, 'RoCE v1', 'bond0', None), (1, 'RoCE v2', 'bond0', None),
+        (2, 'RoCE v1', 'bond0', '10.96.83.26'), (3, 'RoCE v2', 'bond0', '10.96.83.26')]
+    assert by[('mlx5_bond_0', 1)]['gids'][3]['gid'] == '0000:0000:0000:0000:0000:ffff:0a60:531a'
     assert by[('mlx5_1', 1)]['state'] == 'ACTIVE'
     assert by[('mlx5_1', 1)]['rate_gbps'] == 200
     assert by[('mlx5_1', 1)]['netdev'] == 'ibp141s0'
@@ -639,3 +673,18 @@ def test_spiderpool_names_the_gap_for_a_nic_without_link_layer():
     with pytest.raises(SpiderpoolError, match=r'GPU 1: NIC enp11s0f0np0 \(mlx5_0\): link layer unknown from source '
                                               r'rdma'):
         resolve_nics([{'gpu': 1, 'nic': 'enp11s0f0np0'}], ports)
+
+
+def test_roce_gid_index_follows_the_table_not_a_fixed_number(tmp_path, hardware):
+    ports, _devices = SysfsReader(hardware('roce_a100', tmp_path / 'roce')).read()
+    by = _by_device(ports)
+    assert roce_gid_index(by[('mlx5_0', 1)]) == 7  # after the gap: not the 3 a fixed index assumes
+    assert roce_gid_index(by[('mlx5_0', 1)], family='ipv6') == 5
+    assert roce_gid_index(by[('mlx5_0', 1)], version='RoCE v1') == 6
+    assert roce_gid_index(by[('mlx5_1', 1)]) == 3
+    ports, _devices = SysfsReader(hardware('a100', tmp_path / 'a100')).read()
+    by = _by_device(ports)
+    assert roce_gid_index(by[('mlx5_bond_0', 1)]) == 3
+    assert roce_gid_index(by[('mlx5_1', 1)]) is None  # InfiniBand
+    assert roce_gid_index(by[('mlx5_0', 1)]) is None  # RoCE without an IPv4 address: nothing to pick
+    assert roce_gid_index(dict(by[('mlx5_bond_0', 1)], gids=None)) is None  # a command source: table unknown

@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_validation_manifests
 from ansible_collections.gpunet.rdma.plugins.module_utils._core_schema import validate_builtin
+from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import POD_GID_INDEX
 
 V100_PORTS = [{'device': 'mlx5_0', 'port': 1, 'netdev': 'ibp94s0f0', 'state': 'ACTIVE', 'link_layer': 'InfiniBand',
                'rate_gbps': 100},
@@ -73,7 +76,10 @@ def test_workloads_carry_nccl_settings_and_valid_pod_templates():
     assert {'name': 'NCCL_IB_HCA', 'value': 'mlx5_0,mlx5_1'} in worker['env']
     assert worker['resources']['limits'] == {'rdma/rdma_v100': 1, 'nvidia.com/gpu': 8}
     roce_worker = built['workloads'][2]['spec']['mpiReplicaSpecs']['Worker']['template']['spec']['containers'][0]
-    assert {'name': 'NCCL_IB_GID_INDEX', 'value': '3'} in roce_worker['env']
+    # RoCE: NCCL chooses the GID (RoCE v2 of an IPv4 address), never a fixed index
+    assert not [e for e in roce_worker['env'] if e['name'] == 'NCCL_IB_GID_INDEX']
+    assert {'name': 'NCCL_IB_ROCE_VERSION_NUM', 'value': '2'} in roce_worker['env']
+    assert {'name': 'NCCL_IB_ADDR_FAMILY', 'value': 'AF_INET'} in roce_worker['env']
     volcano = built['workloads'][1]['spec']
     assert volcano['schedulerName'] == 'volcano' and [t['name'] for t in volcano['tasks']] == ['master', 'worker']
     assert len(built['workload_pods']) == 8
@@ -86,3 +92,26 @@ def test_extra_groups_without_a_cluster_stage():
         {'group': 'ib_a100', 'resources': ['rdma/rdma_a100'], 'device': 'mlx5_1'}]))
     assert [p['metadata']['name'] for p in built['pods']] == [
         'rdma-validate-ib-a100', 'rdma-validate-ib-a100-server', 'rdma-validate-ib-a100-client']
+
+
+def test_pod_gid_index_finds_the_pods_own_roce_v2_entry(tmp_path, hardware):
+    """The shell function the RoCE validation pods run, against the lab's RoCE sysfs tree and an `ip` that prints
+    what iproute2's `ip -4 -o addr show` prints in a pod with a macvlan interface."""
+    root = hardware('roce_a100', tmp_path / 'sys')
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    ip = bindir / 'ip'
+    ip.write_text('#!/bin/sh\n[ "$*" = "-4 -o addr show" ] || exit 2\n'
+                  "printf '1: lo    inet 127.0.0.1/8 scope host lo\\\\       valid_lft forever preferred_lft forever\\n'\n"
+                  "printf '3: net1    inet %s/16 brd 172.16.255.255 scope global net1\\\\       valid_lft forever "
+                  "preferred_lft forever\\n' \"$POD_ADDRESS\"\n")
+    ip.chmod(0o755)
+    function = POD_GID_INDEX.replace('/sys/class/infiniband', os.path.join(root, 'class', 'infiniband'))
+
+    def index(device, address):
+        env = dict(os.environ, PATH='%s:%s' % (bindir, os.environ['PATH']), POD_ADDRESS=address)
+        return subprocess.run(['sh', '-c', '%s gid_index %s' % (function, device)], capture_output=True, text=True,
+                              env=env, check=True).stdout.strip()
+    assert index('mlx5_0', '172.16.11.11') == '7'  # after the table's gap, not 3
+    assert index('mlx5_1', '172.16.12.11') == '3'
+    assert index('mlx5_1', '10.9.9.9') == ''  # not this pod's address: no index, perftest chooses

@@ -1,0 +1,276 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Wrong input types and shapes to every filter: an AnsibleFilterError naming the filter and the argument, never a
+Python traceback (TypeError, KeyError, AttributeError, "list indices must be integers or slices, not str").
+
+One table of cases: the filter (called through the FilterModule of its plugin file, as Ansible calls it), the input,
+the other arguments, a fragment naming the argument and fragments saying what is expected. A filter that no case
+calls fails ``test_every_filter_has_a_case``.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import os
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+PLUGIN_FILES = sorted(os.path.splitext(os.path.basename(path))[0]
+                      for path in glob.glob(os.path.join(REPO, 'plugins', 'filter', '*.py'))
+                      if not os.path.basename(path).startswith('_'))
+# What the wrapper of plugins/plugin_utils/_filter_args.py says when processing trips over a nested value.
+FALLBACK = 'holds a value of an unexpected type or shape'
+
+
+def load_filters():
+    """{filter name: function} of every filter plugin file, from its FilterModule."""
+    filters = {}
+    for stem in PLUGIN_FILES:
+        module = importlib.import_module('ansible_collections.gpunet.rdma.plugins.filter.' + stem)
+        for name, function in module.FilterModule().filters().items():
+            assert name not in filters, '%s is defined twice' % name
+            filters[name] = function
+    return filters
+
+
+FILTERS = load_filters()
+
+PORT = {'device': 'mlx5_0', 'port': 1, 'netdev': 'ibp12s0', 'state': 'ACTIVE', 'physical_state': 'LinkUp',
+        'link_layer': 'InfiniBand', 'rate_gbps': 200, 'pci_address': '0000:0c:00.0'}
+FABRIC = {'name': 'ib_a100', 'generation': 'A100', 'link_layer': 'InfiniBand', 'line_rate_gbps': 200,
+          'expected_ports': {'min_active_ports': 1}, 'rdma_resource': 'rdma/rdma_a100'}
+HOSTVARS = {'h1': {'group_names': ['ib_a100'], 'gpunet_rdma_fabric': FABRIC,
+                   'rdma_discovery_facts': {'source': 'sysfs'},
+                   'ansible_facts': {'rdma_ports': [PORT], 'rdma_devices': [], 'gpunet_rdma_ledger': {}}}}
+FABRICS = {'groups': {'ib_a100': dict(FABRIC, hosts=['h1'], kubernetes='shared_device_plugin')},
+           'hosts': {'h1': 'ib_a100'}}
+RESULT = {'host': 'h1', 'verdict': 'pass', 'group': 'ib_a100', 'expectation': None, 'ok_ports': 1, 'source': 'sysfs',
+          'ports': [dict(PORT, verdict='ok', note='')], 'problems': [], 'devices': []}
+SUMMARY = {'hosts': 1, 'pass': 1, 'fail': 0, 'unchecked': 0, 'no_facts': 0, 'ports': 1, 'active_ports': 1}
+PLUGIN = {'repository': 'ghcr.io/mellanox', 'image': 'k8s-rdma-shared-dev-plugin', 'version': 'v1.5.2'}
+GROUP = {'group': 'ib_a100', 'resource_name': 'rdma_a100', 'hosts': ['h1'], 'ports': [PORT]}
+RESOURCE = {'group': 'ib_a100', 'resource': 'rdma/rdma_a100', 'hosts': ['h1'], 'if_names': ['ibp12s0']}
+NODE = {'metadata': {'name': 'h1', 'labels': {}}, 'status': {'allocatable': {'rdma/rdma_a100': '63'}}}
+TOLERATION = {'key': 'node.kubernetes.io/unschedulable', 'operator': 'Exists', 'effect': 'NoSchedule'}
+SPIDER_HOST = {'host': 'roce-1', 'ports': [dict(PORT, netdev='enp11s0f0np0', link_layer='Ethernet')], 'netns': None}
+SPIDER_OPTIONS = {'gpu_nics': [{'gpu': 1, 'nic': 'enp11s0f0np0'}],
+                  'ip_pools': [{'gpu': 1, 'subnet': '172.16.11.0/24', 'gateway': '172.16.11.254',
+                                'ips': ['172.16.11.1-172.16.11.200']}]}
+MLXCONFIG = {'item': {'device': 'mlx5_0', 'pci_address': '0000:0c:00.0'}, 'device': '0000:0c:00.0', 'changes': {},
+             'pending': [], 'config': {'LINK_TYPE_P1': {'current': 'IB(1)', 'next_boot': 'IB(1)'}}}
+PERFTEST = {'device': 'mlx5_0', 'port': 1, 'tool': 'ib_write_bw', 'ok': True, 'problem': None, 'record': {}}
+
+
+def case(name, value, *args, **kwargs):
+    """One case: ``arg`` names the argument in the message, ``says`` lists what else it must say, ``fallback`` marks
+    a case the wrapper converts (a nested value the explicit checks do not look at)."""
+    arg = kwargs.pop('arg')
+    says = kwargs.pop('says', ())
+    fallback = kwargs.pop('fallback', False)
+    return (name, value, args, kwargs, arg, tuple(says), fallback)
+
+
+CASES = [
+    # rdma_devices.py
+    case('rdma_pci_functions', {'mlx5_0': {}}, arg='rdma_devices facts', says=['(a list), not dict']),
+    case('rdma_pci_functions', ['mlx5_0'], arg='rdma_devices items', says=['with a "device" name']),
+    case('rdma_pci_functions', [], 5, arg='selectors', says=['must be a list of device names or PCI addresses']),
+    # rdma_driver.py
+    case('rdma_modprobe_explain', 5, arg='the input', says=['a module name (str)', 'got int 5']),
+    case('rdma_modprobe_explain', None, arg='the input', says=['modprobe result', 'got null']),
+    case('rdma_modprobe_explain', 'nvidia_peermem', ['x'], arg='text', says=['must be a string']),
+    # rdma_ledger.py
+    case('rdma_ledgers', 'h1', HOSTVARS, arg='the input', says=['must be a list of host names', "got str 'h1'"]),
+    case('rdma_ledgers', 5, HOSTVARS, arg='the input', says=['must be a list of host names', 'got int 5']),
+    case('rdma_ledgers', ['h1'], 'hostvars', arg='hostvars', says=['must be a dict']),
+    case('rdma_ledgers', ['h1'], {'h1': None}, arg='hostvars[h1]', says=['must be a dict', 'got null']),
+    case('rdma_ledgers', ['h1'], {'h1': {'ansible_facts': 'x'}}, arg='ansible_facts of h1', says=['must be a dict']),
+    case('rdma_rollout_plan', 'firmware', arg='the input', says=['must be a dict', 'gpunet_rdma_ledger']),
+    case('rdma_rollout_plan', ['firmware'], arg='the input', says=['must be a dict', 'got a list of 1 item']),
+    case('rdma_rollout_plan', {'firmware': 'ok'}, arg='ledger entry firmware', says=['is not a dict']),
+    case('rdma_fabrics', None, HOSTVARS, arg='the input', says=['must be a list of host names', 'got null']),
+    case('rdma_fabrics', ['h1'], [], arg='hostvars', says=['must be a dict', 'got an empty list']),
+    case('rdma_fabrics', ['h1'], {'h1': {'gpunet_rdma_fabric': 7}}, arg='gpunet_rdma_fabric of h1',
+         says=['must be a dict']),
+    case('rdma_fabrics', ['h1'], {'h1': dict(HOSTVARS['h1'], group_names='ib_a100')}, arg='group_names of h1',
+         says=['must be a list of group names']),
+    # rdma_network_operator.py
+    case('rdma_network_operator_groups', 'ib_a100', FABRICS, HOSTVARS, arg='network_operator_resources',
+         says=['must be a list of {group, resource_name, link_types}']),
+    case('rdma_network_operator_groups', [], 'fabrics', HOSTVARS, arg='fabrics',
+         says=['must be a dict (the output of rdma_fabrics)']),
+    case('rdma_network_operator_groups', [], {'groups': ['ib_a100']}, HOSTVARS, arg='fabrics.groups',
+         says=['must be a dict']),
+    case('rdma_network_operator_groups', [{'group': 'g', 'resource_name': 'r'}], FABRICS,
+         {'h1': {'ansible_facts': {'rdma_ports': 'ibp12s0'}}}, 63, {'g': ['h1']},
+         arg='ansible_facts.rdma_ports of h1', says=['must be a list of rdma_ports records']),
+    case('rdma_network_operator_groups', [], FABRICS, HOSTVARS, 'many', arg='rdma_hca_max',
+         says=['must be a whole number']),
+    case('rdma_network_operator_groups', [], FABRICS, HOSTVARS, inventory_groups=['ib_a100'],
+         arg='inventory_groups', says=['must be a dict']),
+    case('rdma_network_operator_groups', [dict(group='g', resource_name='r', link_types='InfiniBand')], FABRICS,
+         HOSTVARS, arg='link_types', says=['must be a list of link layers']),
+    case('rdma_network_operator', 'groups', 'v26.4.1', arg='the input', says=['must be a list of groups']),
+    case('rdma_network_operator', [GROUP], ['v26.4.1'], arg='release', says=['must be a string']),
+    case('rdma_network_operator', [GROUP], 'v26.4.1', 'options', arg='options', says=['must be a dict']),
+    case('rdma_network_operator', [GROUP], 'v26.4.1', {'rdma_shared_device_plugin': PLUGIN, 'ofed_driver': 'doca'},
+         arg='options.ofed_driver', says=['must be a dict (repository, image, version)']),
+    case('rdma_network_operator', [GROUP], 'v26.4.1', dict(rdma_shared_device_plugin=PLUGIN, tolerations=TOLERATION),
+         arg='options.tolerations', says=['must be a list of tolerations']),
+    case('rdma_network_operator', [dict(GROUP, ports='ibp12s0')], 'v26.4.1', {'rdma_shared_device_plugin': PLUGIN},
+         arg='the input[0].ports', says=['must be a list of rdma_ports records']),
+    case('rdma_node_resources', RESOURCE, [NODE], arg='the input', says=['must be a list of resources']),
+    case('rdma_node_resources', [{'group': 'ib_a100'}], [NODE], arg='the input[0]', says=['needs resource']),
+    case('rdma_node_resources', [RESOURCE], 'h1', arg='nodes', says=['must be a list of Kubernetes Node objects']),
+    case('rdma_node_resources', [RESOURCE], [{'metadata': 'h1'}], arg='nodes[0].metadata', says=['must be a dict']),
+    case('rdma_node_resources', [{'group': 'g', 'resource': 'rdma/r'}], [NODE], {'g': 'h1'},
+         arg='inventory_groups[g]', says=['must be a list of host names']),
+    case('rdma_daemonsets_not_ready', 'network-operator', arg='the input',
+         says=['must be a list of DaemonSet objects']),
+    case('rdma_daemonsets_not_ready', [{'status': 'Ready'}], arg='the input[0].status', says=['must be a dict']),
+    case('rdma_daemonsets_not_ready', [{'status': {'desiredNumberScheduled': 2, 'numberReady': 'two'}}],
+         arg='the input (daemonsets)', says=['TypeError', 'a list of DaemonSet objects'], fallback=True),
+    case('rdma_merge_tolerations', 'key=node.kubernetes.io/unschedulable', [TOLERATION], arg='the input',
+         says=['must be a list of tolerations']),
+    case('rdma_merge_tolerations', [], TOLERATION, arg='wanted', says=['must be a list of tolerations']),
+    case('rdma_merge_tolerations', [], ['node.kubernetes.io/unschedulable'], arg='wanted[0]',
+         says=['must be a dict (a toleration)']),
+    case('rdma_merge_tolerations', [{'key': ['a']}], [TOLERATION], arg='the input (existing)',
+         says=['unhashable'], fallback=True),
+    case('rdma_merge_tolerations', [], [], [], arg='wanted', says=['too many positional arguments']),
+    # rdma_report.py
+    case('rdma_check', 'mlx5_0', arg='the input', says=['must be a list of rdma_ports records']),
+    case('rdma_check', [{'device': 'mlx5_0'}], arg='the input[0]', says=['needs port']),
+    case('rdma_check', [PORT], 'InfiniBand', arg='expectation', says=['must be a dict']),
+    case('rdma_check', [PORT], None, 'ib_a100', arg='group_names', says=['must be a list of group names']),
+    case('rdma_check', [PORT], group_expectations=['ib_a100'], arg='group_expectations', says=['must be a dict']),
+    case('rdma_check_hosts', 'h1', HOSTVARS, arg='the input', says=['must be a list of host names']),
+    case('rdma_check_hosts', ['h1'], None, arg='hostvars', says=['must be a dict', 'got null']),
+    case('rdma_check_hosts', ['h1'], HOSTVARS, ['ib_a100'], arg='fabrics', says=['must be a dict']),
+    case('rdma_check_hosts', ['h1'], {'h1': {'rdma_discovery_facts': 'done'}}, arg='rdma_discovery_facts of h1',
+         says=['must be a dict']),
+    case('rdma_check_hosts', ['h1'], {'h1': dict(HOSTVARS['h1'], ansible_facts={'rdma_ports': {'mlx5_0': {}}})},
+         arg='ansible_facts.rdma_ports of h1', says=['must be a list of rdma_ports records']),
+    case('rdma_check_hosts', ['h1'], {'h1': dict(HOSTVARS['h1'], rdma_discovery_expected_ports=['InfiniBand'])},
+         arg='h1: rdma_discovery_expected_ports', says=['must be a dict']),
+    case('rdma_fleet_report', 'results', ['h1'], arg='the input', says=['must be a list of rdma_check results']),
+    case('rdma_fleet_report', [RESULT], 'h1', arg='all_hosts', says=['must be a list of host names']),
+    case('rdma_fleet_report', [RESULT], 7, arg='all_hosts', says=['must be a list of host names', 'got int 7']),
+    case('rdma_fleet_report', [{'verdict': 'pass'}], ['h1'], arg='every result', says=['"host" and "verdict"']),
+    case('rdma_fleet_report', [{'host': 'h1', 'verdict': 'pass'}], ['h1'], arg='the input[0]', says=['"ports"']),
+    case('rdma_fleet_report', [RESULT], ['h1'], ['h1'], arg='ledgers', says=['must be a dict']),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': 'ok'}, arg='ledgers[h1]', says=['must be a dict']),
+    case('rdma_fleet_report', [RESULT], ['h1'], fabrics='ib_a100', arg='fabrics', says=['must be a dict']),
+    case('rdma_fleet_report', [RESULT], arg='all_hosts', says=['missing a required argument']),
+    case('rdma_firmware_result', 'mlx5_0', 'h1', 'none', arg='the input',
+         says=['must be a list of results of gpunet.rdma.mlxconfig']),
+    case('rdma_firmware_result', [MLXCONFIG], None, 'none', arg='host', says=['must be a string']),
+    case('rdma_firmware_result', [MLXCONFIG], 'h1', True, arg='apply', says=['must be a string', 'got bool True']),
+    case('rdma_firmware_result', [MLXCONFIG], 'h1', 'none', 'LINK_TYPE_P1', arg='wanted',
+         says=['must be a list of parameter names']),
+    case('rdma_firmware_result', [MLXCONFIG], 'h1', 'none', previous='none', arg='previous', says=['must be a dict']),
+    case('rdma_firmware_result', [MLXCONFIG], 'h1', 'none', targets={'device': 'mlx5_0'}, arg='targets',
+         says=['must be a list of PCI functions']),
+    case('rdma_firmware_result', [dict(MLXCONFIG, config={'LINK_TYPE_P1': 'IB(1)'})], 'h1', 'none',
+         ['LINK_TYPE_P1'], arg='the input[0].config[LINK_TYPE_P1]', says=['must be a dict']),
+    case('rdma_report_markdown', 'report', arg='the input', says=['output of rdma_fleet_report', "got str 'report'"]),
+    case('rdma_report_markdown', {'hosts': {}, 'summary': SUMMARY}, arg='the input.hosts',
+         says=['must be a list of host records']),
+    case('rdma_report_markdown', {'hosts': [], 'summary': {'hosts': 1}}, arg='the input.summary',
+         says=['needs pass, fail']),
+    case('rdma_report_markdown', {'hosts': [], 'summary': dict(SUMMARY, hosts='one')}, arg='the input (report)',
+         says=['TypeError'], fallback=True),
+    # rdma_report_html.py (its own checks)
+    case('rdma_report_html', {'hosts': [], 'summary': SUMMARY}, '90%', arg='min_line_rate_pct',
+         says=['must be a number']),
+    # rdma_spiderpool.py
+    case('rdma_spiderpool', 'roce-1', 'roce_a100', SPIDER_OPTIONS, arg='the input',
+         says=["must be a list of the group's hosts"]),
+    case('rdma_spiderpool', [{'ports': []}], 'roce_a100', SPIDER_OPTIONS, arg='the input[0]', says=['needs host']),
+    case('rdma_spiderpool', [dict(SPIDER_HOST, ports={'mlx5_0': {}})], 'roce_a100', SPIDER_OPTIONS,
+         arg='the input[0].ports', says=['must be a list of rdma_ports records']),
+    case('rdma_spiderpool', [SPIDER_HOST], ['roce_a100'], SPIDER_OPTIONS, arg='group', says=['must be a string']),
+    case('rdma_spiderpool', [SPIDER_HOST], 'roce_a100', 'gpu_nics', arg='options', says=['must be a dict']),
+    case('rdma_spiderpool', [SPIDER_HOST], 'roce_a100', dict(SPIDER_OPTIONS, gpu_nics='enp11s0f0np0'),
+         arg='options.gpu_nics', says=['must be a list of {gpu, nic}']),
+    case('rdma_spiderpool', [SPIDER_HOST], 'roce_a100', SPIDER_OPTIONS, 'values.yaml', arg='chart_values',
+         says=['must be a dict']),
+    # rdma_validate.py
+    case('rdma_line_rate', ['#bytes'], 200, arg='the input', says=['must be a string (the output of ib_write_bw)']),
+    case('rdma_line_rate', '', 'fast', arg='rate_gbps', says=['must be a number', "got str 'fast'"]),
+    case('rdma_line_rate', '', 200, None, arg='min_pct', says=['must be a number', 'got null']),
+    case('rdma_line_rate', '', 200, rc='failed', arg='rc', says=['must be a whole number']),
+    case('rdma_pod_result', {'log': ''}, 200, arg='the input', says=["must be a string (the client pod's log)"]),
+    case('rdma_pod_result', '', [200], arg='rate_gbps', says=['must be a number']),
+    case('rdma_pod_result', '', 200, min_memlock_kib='unlimited', arg='min_memlock_kib',
+         says=['must be a whole number']),
+    case('rdma_perftest_tests', PORT, arg='the input', says=['must be a list of rdma_ports records']),
+    case('rdma_perftest_tests', ['mlx5_0'], arg='every port', says=['needs device and port']),
+    case('rdma_perftest_tests', [PORT], 'fast', arg='line_rate_gbps', says=['must be a number']),
+    case('rdma_perftest_tests', [dict(PORT, port='one')], arg='the input[0].port', says=['must be a whole number']),
+    case('rdma_perftest_tests', [dict(PORT, rate_gbps='fast')], arg='the input[0].rate_gbps',
+         says=['must be a number']),
+    case('rdma_perftest_tests', [PORT], tool=5, arg='tool', says=['must be a string']),
+    case('rdma_perftest_records', 'results', [PORT], 'h1', arg='the input',
+         says=['must be a list of results of gpunet.rdma.perftest']),
+    case('rdma_perftest_records', [PERFTEST], 'ibp12s0', 'h1', arg='ports', says=['must be a list']),
+    case('rdma_perftest_records', [PERFTEST], [PORT], ['h1'], arg='host', says=['must be a string']),
+    case('rdma_perftest_records', [PERFTEST], [PORT], 'h1', None, arg='kind', says=['must be a string']),
+    case('rdma_perftest_records', [dict(PERFTEST, record='ok')], [PORT], 'h1', arg='the input[0].record',
+         says=['must be a dict']),
+    case('rdma_manifest_files', {'kind': 'Pod', 'metadata': {'name': 'p'}}, arg='the input',
+         says=['must be a list of Kubernetes objects']),
+    case('rdma_manifest_files', [], ['values.yaml'], arg='extra', says=['must be a dict']),
+    case('rdma_manifest_files', [], {1: 'text'}, arg='extra', says=['file names (strings)', 'got the key int 1']),
+    case('rdma_manifest_files', [{'kind': 'Pod', 'metadata': 'p'}], arg='every object',
+         says=['needs kind and metadata.name']),
+    case('rdma_validation_manifests', 'detail', None, {}, {'image': 'img'}, arg='the input',
+         says=['must be a dict (a cluster stage result']),
+    case('rdma_validation_manifests', {'resources': [{'group': 'ib_a100'}]}, None, {}, {'image': 'img'},
+         arg='the input.resources[0]', says=['needs resource']),
+    case('rdma_validation_manifests', None, ['roce'], {}, {'image': 'img'}, arg='spiderpool_result',
+         says=['must be a dict']),
+    case('rdma_validation_manifests', None, None, ['h1'], {'image': 'img'}, arg='ports_by_host',
+         says=['must be a dict']),
+    case('rdma_validation_manifests', None, None, {'h1': 'ibp12s0'}, {'image': 'img'}, arg='ports_by_host[h1]',
+         says=['must be a list of rdma_ports records']),
+    case('rdma_validation_manifests', None, None, {}, 'img', arg='options', says=['must be a dict']),
+    case('rdma_validation_manifests', None, None, {}, {'image': 'img', 'extra_groups': [{'group': 'g'}]},
+         arg='options.extra_groups[0]', says=['needs resources, device']),
+]
+
+
+def _id(index, item):
+    return '%03d-%s-%s' % (index, item[0], item[4].replace(' ', '_'))
+
+
+@pytest.mark.parametrize('name, value, args, kwargs, arg, says, fallback',
+                         [pytest.param(*item, id=_id(index, item)) for index, item in enumerate(CASES)])
+def test_a_bad_input_is_a_filter_error_naming_filter_and_argument(name, value, args, kwargs, arg, says, fallback):
+    with pytest.raises(AnsibleFilterError) as error:
+        FILTERS[name](value, *args, **kwargs)
+    message = str(error.value)
+    assert message.startswith(name + ': '), message
+    assert arg in message, message
+    for fragment in says:
+        assert fragment in message, message
+    # The explicit checks say what is wrong; only the marked cases may reach the wrapper's conversion.
+    assert (FALLBACK in message) is fallback, message
+
+
+def test_the_table_is_large_enough():
+    assert len(CASES) >= 45
+
+
+def test_every_filter_has_a_case():
+    assert len(PLUGIN_FILES) >= 7
+    without = sorted(set(FILTERS) - set(item[0] for item in CASES))
+    assert without == [], 'filters without a bad-input case in test_bad_filter_inputs.py: %s' % ', '.join(without)
+    unknown = sorted(set(item[0] for item in CASES) - set(FILTERS))
+    assert unknown == [], 'cases for filters that no plugin file defines: %s' % ', '.join(unknown)
