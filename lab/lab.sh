@@ -17,6 +17,21 @@ scale="${LAB_SCALE:-1}"
 # Written by `up`: every node with its address and the SSH settings (read with the rest of inventory/lab).
 generated="$inventory/nodes.generated.yml"
 ssh_key="$PWD/.build/lab/ssh/id_ed25519"
+# The bond-managed node: as on the A100 nodes of the InfiniBand field report, it is reached over bond0, which runs
+# over a ConnectX port (lab/hardware/a100.yml links bond0 to mlx5_bond_0's netdev in the sysfs fixture). Podman
+# gives it a second network whose interface inside the node is named bond0; Ansible connects to that address.
+bond_node="${LAB_BOND_NODE:-lab-a100-2}"
+bond_network=gpunet-lab-mgmt
+bond_subnet=10.96.83.0/24
+bond_address=10.96.83.26
+
+node_address() {
+  if [ "$1" = "$bond_node" ]; then
+    echo "$bond_address"
+  else
+    podman container inspect -f '{{.NetworkSettings.IPAddress}}' "$1"
+  fi
+}
 
 lab_nodes() {
   python3 lab/lab_inventory.py nodes --scale "$scale"
@@ -35,14 +50,14 @@ ssh_setup() {
     podman cp "$ssh_key.pub" "$node:/root/.ssh/authorized_keys"
     podman exec "$node" chmod 0600 /root/.ssh/authorized_keys
     podman exec "$node" systemctl start ssh
-    address="$(podman container inspect -f '{{.NetworkSettings.IPAddress}}' "$node")"
+    address="$(node_address "$node")"
     python3 -c 'import json,sys; p,n,a=sys.argv[1:]; d=json.load(open(p)); d[n]=a; json.dump(d,open(p,"w"))' \
       "$addresses" "$node" "$address"
   done
   python3 lab/lab_inventory.py write --scale "$scale" --addresses "$addresses" --key "$ssh_key" --out "$generated"
   rm -f "$addresses"
   for node in $(lab_nodes); do
-    address="$(podman container inspect -f '{{.NetworkSettings.IPAddress}}' "$node")"
+    address="$(node_address "$node")"
     for _ in $(seq 1 30); do
       if ssh -i "$ssh_key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
           -o LogLevel=ERROR -o ConnectTimeout=2 "root@$address" true 2>/dev/null; then
@@ -66,10 +81,20 @@ up() {
     fi
   done
   for node in $wanted; do
+    networks=()
+    if [ "$node" = "$bond_node" ]; then
+      podman network exists "$bond_network" || podman network create --subnet "$bond_subnet" "$bond_network" >/dev/null
+      networks=(--network podman --network "$bond_network:ip=$bond_address,interface_name=bond0")
+      # A node made before it was bond-managed is made again.
+      if podman container exists "$node" && ! podman container inspect -f '{{json .NetworkSettings.Networks}}' "$node" \
+          | grep -q "\"$bond_network\""; then
+        podman rm -f "$node" >/dev/null
+      fi
+    fi
     if ! podman container exists "$node"; then
       # Explicit rlimits: this VM lacks CAP_SYS_RESOURCE and podman's defaults exceed its hard limits.
       podman run -d --name "$node" --hostname "$node" --label gpunet-lab=1 \
-        --privileged --systemd=always \
+        --privileged --systemd=always "${networks[@]}" \
         --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
         "$image" /sbin/init >/dev/null
       echo "lab: created $node"
@@ -131,6 +156,9 @@ clean() {
     echo "lab: removed ${#ids[@]} lab nodes"
   fi
   rm -f "$generated"
+  if podman network exists "$bond_network" 2>/dev/null; then
+    podman network rm "$bond_network" >/dev/null
+  fi
 }
 
 case "${1:-}" in

@@ -171,6 +171,12 @@ def _device(root, device, netdevs):
         # An SR-IOV virtual function: the kernel links its PCI function to its PF's ("physfn", a sibling on the
         # same bus) and the PF's to it ("virtfnN", written by _link_virtual_functions).
         _symlink(os.path.join('..', device['physfn']), os.path.join(function_dir, 'physfn'))
+    # The kernel driver bound to the function (its bus/pci/drivers entry), as /sys/bus/pci/devices/<bdf>/driver.
+    driver = device.get('pci_driver', 'vmw_pvrdma' if device['name'].startswith('vmw_pvrdma') else 'mlx5_core')
+    os.makedirs(os.path.join(root, 'bus', 'pci', 'drivers', driver), exist_ok=True)
+    if not os.path.lexists(os.path.join(function_dir, 'driver')):
+        _symlink(os.path.relpath(os.path.join(root, 'bus', 'pci', 'drivers', driver), function_dir),
+                 os.path.join(function_dir, 'driver'))
     link = os.path.join(root, 'bus', 'pci', 'devices', function_name)
     if not os.path.lexists(link):
         _symlink(os.path.join('..', '..', '..', 'devices', function_rel), link)
@@ -203,7 +209,31 @@ def build(profile, root):
     for device in profile.get('devices', []):
         _device(root, device, netdevs)
     _link_virtual_functions(root, profile.get('devices', []))
+    _link_stacked_netdevs(root, profile.get('virtual_netdevs', []))
     return root
+
+
+def _link_stacked_netdevs(root, virtual_netdevs):
+    """Bonds and VLANs over other netdevs, linked as the kernel links them.
+
+    ``lowers`` names the netdevs below (bond slaves, a VLAN's parent): the upper gets ``lower_<dev>`` links, each
+    lower gets ``upper_<name>`` (and, under a bond, ``master``); a bond (``kind: bond``) also gets
+    ``bonding/slaves`` and ``bonding/mode``.
+    """
+    for netdev in virtual_netdevs:
+        lowers = netdev.get('lowers') or []
+        upper_dir = os.path.realpath(os.path.join(root, 'class', 'net', netdev['name']))
+        for lower in lowers:
+            lower_dir = os.path.realpath(os.path.join(root, 'class', 'net', lower))
+            if not os.path.isdir(lower_dir):
+                raise ValueError('%s: lower netdev %s is not in the profile' % (netdev['name'], lower))
+            _symlink(os.path.relpath(lower_dir, upper_dir), os.path.join(upper_dir, 'lower_' + lower))
+            _symlink(os.path.relpath(upper_dir, lower_dir), os.path.join(lower_dir, 'upper_' + netdev['name']))
+            if netdev.get('kind') == 'bond':
+                _symlink(os.path.relpath(upper_dir, lower_dir), os.path.join(lower_dir, 'master'))
+        if netdev.get('kind') == 'bond':
+            _write(os.path.join(upper_dir, 'bonding', 'slaves'), ' '.join(lowers))
+            _write(os.path.join(upper_dir, 'bonding', 'mode'), netdev.get('bond_mode', '802.3ad 4'))
 
 
 def _link_virtual_functions(root, devices):
@@ -234,8 +264,28 @@ def _link_virtual_functions(root, devices):
         function_dir = os.path.join(root, 'devices', device['pci_parent'], device['pci_address'])
         _write(os.path.join(function_dir, 'sriov_totalvfs'), total)
         _write(os.path.join(function_dir, 'sriov_numvfs'), len(vfs))
+        # The rest of a PF's SR-IOV attributes (drivers/pci/iov.c, sriov_pf_dev_attrs): where the VFs land (routing
+        # ID of the PF + offset + stride * N), their device ID (hex, no 0x) and whether new VFs get a driver.
+        offset, stride = device.get('sriov_offset', 2), device.get('sriov_stride', 1)
+        _write(os.path.join(function_dir, 'sriov_offset'), offset)
+        _write(os.path.join(function_dir, 'sriov_stride'), stride)
+        _write(os.path.join(function_dir, 'sriov_vf_device'),
+               '%x' % device.get('sriov_vf_device', int(device.get('pci_device_id', '0x1017'), 16) + 1))
+        _write(os.path.join(function_dir, 'sriov_drivers_autoprobe'), int(device.get('sriov_drivers_autoprobe', 1)))
         for index, vf in enumerate(vfs):
+            if vf['pci_address'] != _vf_address(device['pci_address'], offset, stride, index):
+                raise ValueError('%s: VF %d of %s is at %s, sriov_offset %d and sriov_stride %d put it at %s'
+                                 % (vf['name'], index, device['name'], vf['pci_address'], offset, stride,
+                                    _vf_address(device['pci_address'], offset, stride, index)))
             _symlink(os.path.join('..', vf['pci_address']), os.path.join(function_dir, 'virtfn%d' % index))
+
+
+def _vf_address(pf_address, offset, stride, index):
+    """The PCI address of VF ``index`` as the kernel computes it (pci_iov_virtfn_bus / pci_iov_virtfn_devfn)."""
+    domain, bus, devfn = pf_address.split(':')
+    device, function = devfn.split('.')
+    routing = (int(bus, 16) << 8) + (int(device, 16) << 3) + int(function) + offset + stride * index
+    return '%s:%02x:%02x.%x' % (domain, (routing >> 8) & 0xff, (routing >> 3) & 0x1f, routing & 7)
 
 
 def _firmware_param(name, spec):
@@ -293,6 +343,11 @@ def build_firmware(profile, root):
             'mst': '%s_pciconf%d' % (device['hca_type'].lower(), index),
             'params': params, 'order': order,
         }
+        # The firmware image of the card (mlxfwmanager double): PSID and running version as sysfs shows them; the
+        # flash holds a newer one only when the profile says so (``flash_version``: burned, not yet activated).
+        state['fw'] = {'psid': device['board_id'], 'running': str(device['fw_ver']),
+                       'flash': str(firmware.get('flash_version', device['fw_ver'])),
+                       'base_guid': device['node_guid'].replace(':', ''), 'roms': dict(firmware.get('roms') or {})}
         with open(os.path.join(firmware_dir, device['pci_address'] + '.json'), 'w') as handle:
             json.dump(state, handle, indent=1, sort_keys=True)
     with open(os.path.join(firmware_dir, 'calls.log'), 'w'):

@@ -2,7 +2,7 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Shared state of the lab's firmware test doubles (mlxconfig, mlxfwreset, mst, lab-reboot).
+"""Shared state of the lab's firmware test doubles (mlxconfig, mlxfwmanager, mlxfwreset, mst, lab-reboot).
 
 One JSON file per PCI function in <lab root>/firmware/<pci>.json keeps each
 parameter's Default / Current / Next Boot as numbers (array parameters one
@@ -451,7 +451,22 @@ def activate(path):
         param['current'] = param['next']
         if 'elements' in param:
             param['elements']['current'] = list(param['elements']['next'])
+    # A burned firmware image (mlxfwmanager double) starts running, and the kernel shows its version in fw_ver.
+    firmware = state.get('fw')
+    if firmware and firmware.get('running') != firmware.get('flash'):
+        firmware['running'] = firmware['flash']
+        _show_running_version(pci_of(path), firmware['running'])
     save(path, state)
+
+
+def _show_running_version(pci, version):
+    """Rewrite infiniband/<dev>/fw_ver of the PCI function in the lab's sysfs tree, as the driver shows it."""
+    ib_dir = os.path.join(LAB_ROOT, 'sys', 'bus', 'pci', 'devices', pci, 'infiniband')
+    for name in (sorted(os.listdir(ib_dir)) if os.path.isdir(ib_dir) else []):
+        fw_ver = os.path.join(ib_dir, name, 'fw_ver')
+        if os.path.isfile(fw_ver):
+            with open(fw_ver, 'w') as handle:
+                handle.write('%s\n' % version)
 
 
 def fail(message, rc=RC_ERROR):

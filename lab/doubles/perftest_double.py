@@ -280,6 +280,9 @@ def apply(opts, kind, letter, argument):
     elif letter == 'a':
         opts['all'] = True
     elif letter == 'N':
+        # perftest_parameters.c: "NoPeak only valid for BW tests" for the latency tools.
+        if kind != 'bw':
+            raise Failed(' NoPeak only valid for BW tests\n Parser function exited with Error\n')
         opts['no_peak'] = True
     elif letter == 'report_gbits':
         opts['gbits'] = True

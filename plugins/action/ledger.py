@@ -9,7 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, record, resolve
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, hold, record, resolve
 
 FACT = 'gpunet_rdma_ledger'
 ARGUMENT_SPEC = dict(
@@ -22,6 +22,7 @@ ARGUMENT_SPEC = dict(
     failed=dict(type='bool', default=False),
     resolve=dict(type='list', elements='str'),
     how=dict(type='str'),
+    hold=dict(type='list', elements='dict'),
 )
 
 
@@ -38,12 +39,14 @@ class ActionModule(ActionBase):
             del self._task.args[name]
         _validation, args = self.validate_argument_spec(
             argument_spec=ARGUMENT_SPEC,
-            required_one_of=[('stage', 'resolve')],
-            mutually_exclusive=[('stage', 'resolve')])
+            required_one_of=[('stage', 'resolve', 'hold')],
+            mutually_exclusive=[('stage', 'resolve', 'hold')])
         facts = (task_vars or {}).get('ansible_facts') or {}
         ledger = facts.get(FACT) or {}
         try:
-            if args['resolve'] is not None:
+            if args['hold'] is not None:
+                ledger = hold(ledger, args['hold'])
+            elif args['resolve'] is not None:
                 ledger = resolve(ledger, args['resolve'], args['how'] or ', '.join(args['resolve']))
             else:
                 ledger = record(ledger, args['stage'], changed=args['changed'], pending=args['pending'],

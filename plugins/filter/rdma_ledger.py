@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._fabric import FabricError, fleet
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, plan
+from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import ManagementPathError, guard
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
     a_dict, filter_args, host_vars, names, nested)
 
@@ -66,6 +67,19 @@ def rdma_rollout_plan(ledger):
         raise AnsibleFilterError('rdma_rollout_plan: %s' % exc)
 
 
+@filter_args('rdma_disruption_guard',
+             ledger=a_dict('the gpunet_rdma_ledger fact: stage name -> envelope', nullable=True),
+             management_path=a_dict('ansible_facts.rdma_management_path (ibdev2netdev_facts management_path)',
+                                    nullable=True))
+def rdma_disruption_guard(ledger, management_path):
+    """The allowed pending steps that would take down the node's management path: ``[{action, reason}]``."""
+    try:
+        plan(ledger or {})  # the ledger's shape, checked as the plan checks it
+        return guard(ledger or {}, management_path or {})
+    except (LedgerError, ManagementPathError) as exc:
+        raise AnsibleFilterError('rdma_disruption_guard: %s' % exc)
+
+
 @filter_args('rdma_fabrics', hosts=HOSTS, hostvars=HOSTVARS)
 def rdma_fabrics(hosts, hostvars):
     """``{groups: {name: fabric + hosts}, hosts: {host: group or null}}`` from every host's gpunet_rdma_fabric."""
@@ -80,5 +94,6 @@ class FilterModule(object):
         return {
             'rdma_ledgers': rdma_ledgers,
             'rdma_rollout_plan': rdma_rollout_plan,
+            'rdma_disruption_guard': rdma_disruption_guard,
             'rdma_fabrics': rdma_fabrics,
         }

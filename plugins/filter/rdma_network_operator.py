@@ -6,21 +6,21 @@
 
 from __future__ import annotations
 
-import json
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
-    NetworkOperatorError, daemonsets_not_ready, helm_values, host_device_networks, merge_tolerations,
-    nic_cluster_policy, node_resources)
+    GROUP_LABEL, NetworkOperatorError, daemonsets_not_ready, helm_values, host_device_networks, host_ofed_conflicts,
+    host_ofed_reason, host_ofed_refusal, merge_tolerations, network_operator_objects, node_label_patches,
+    node_resources, policies_status)
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
-    a_dict, a_list, a_number, a_scalar, filter_args, host_vars, names, nested)
+    Spec, a_dict, a_list, a_number, a_scalar, a_str, either, filter_args, host_vars, names, nested)
 
 PORTS = a_list('rdma_ports records (dicts)', a_dict('an rdma_ports record'), nullable=True)
 INVENTORY_GROUPS = a_dict('the inventory groups (groups): group name -> host names',
                           values=names('host names', nullable=True), nullable=True)
 TOLERATIONS = a_list('tolerations (dicts with key, operator, value, effect)', a_dict('a toleration'), nullable=True)
 COMPONENT = a_dict('repository, image, version', nullable=True)
+A_BOOL = Spec('a boolean', lambda value, expected: None if isinstance(value, bool) else 'must be %s' % expected)
 # The options of rdma_network_operator: the network_operator role's variables without the prefix.
 OPTIONS = a_dict('components and settings: the network_operator role variables without the prefix', nullable=True,
                  keys={
@@ -38,6 +38,20 @@ OPTIONS = a_dict('components and settings: the network_operator role variables w
                      'deployment_tolerations': TOLERATIONS,
                      'node_affinity': a_dict('a Kubernetes node affinity', nullable=True),
                      'image_pull_secrets': names('secret names', nullable=True),
+                     'node_policies': either('auto, true or false', a_str('auto'), A_BOOL, nullable=True),
+                     'node_selectors': a_dict('group -> nodeSelector (node label -> value)', nullable=True,
+                                              values=a_dict('a nodeSelector', nullable=True)),
+                     'node_label': a_str('a node label key such as gpunet.rdma/group', nullable=True),
+                     'live_policy': a_dict('the cluster\'s NicClusterPolicy (k8s_info)', nullable=True),
+                     'ofed_driver_groups': a_dict('group -> ofed_driver settings over network_operator_ofed_driver '
+                                                  '(null: none)', nullable=True,
+                                                  values=a_dict('ofed_driver settings', nullable=True)),
+                     'ofed_driver_over_host_ofed': Spec('true or false', lambda value, expected: None if isinstance(
+                         value, bool) else 'must be %s, as the role passes it (| bool)' % expected, nullable=True),
+                     'host_ofed': a_dict('host -> why it runs its own OFED (rdma_host_ofed)', nullable=True),
+                     'fleet': a_dict('the output of rdma_fabrics', nullable=True, keys={
+                         'groups': a_dict('group name -> fabric', nullable=True,
+                                          values=a_dict('a fabric of rdma_fabrics'))}),
                  })
 
 
@@ -116,20 +130,72 @@ def rdma_network_operator_groups(resources, fabrics, hostvars, rdma_hca_max=63, 
 def rdma_network_operator(groups, release, options=None):
     options = dict(options or {})
     groups = list(groups or [])
+    fleet_hosts = {}
+    for name, fabric in sorted(((options.get('fleet') or {}).get('groups') or {}).items()):
+        if fabric.get('platform', 'bare_metal') == 'bare_metal':
+            for host in fabric.get('hosts') or []:
+                fleet_hosts[host] = name
     try:
-        policy = nic_cluster_policy(release, groups, options)
-        objects = [policy] + host_device_networks(list(options.get('host_device_networks') or []))
+        built = network_operator_objects(release, groups, options)
+        objects = built['policies'] + host_device_networks(list(options.get('host_device_networks') or []))
         values = helm_values(release, options)
+        conflicts = host_ofed_conflicts(built['layout'], built['policies'], groups, options.get('host_ofed'),
+                                        fleet_hosts)
     except NetworkOperatorError as exc:
         raise AnsibleFilterError('rdma_network_operator: %s' % exc)
-    config = json.loads(policy['spec'].get('rdmaSharedDevicePlugin', {}).get('config') or '{"configList": []}')
-    resources = []
-    for group, entry in zip(groups, config['configList']):
-        selectors = entry.get('selectors') or {}
-        resources.append({'group': group.get('group'), 'hosts': list(group.get('hosts') or []),
-                          'resource': 'rdma/%s' % entry['resourceName'], 'if_names': selectors.get('ifNames', []),
-                          'link_types': selectors.get('linkTypes', [])})
-    return {'helm_values': values, 'objects': objects, 'resources': resources}
+    return {'helm_values': values, 'objects': objects, 'resources': built['resources'], 'layout': built['layout'],
+            'layout_reason': built['layout_reason'],
+            'policies': [{'kind': p['kind'], 'name': p['metadata']['name']} for p in built['policies']],
+            'node_labels': [{'group': r['group'], 'hosts': list(r['hosts']), 'label': list(r['node_selector'])[0],
+                             'value': r['group']} for r in built['resources'] if r.get('label_nodes')],
+            'host_ofed_conflicts': conflicts,
+            'host_ofed_refusal': host_ofed_refusal(conflicts, bool(options.get('ofed_driver_over_host_ofed')))}
+
+
+@filter_args('rdma_host_ofed', hosts=names('host names', nullable=True),
+             hostvars=a_dict('hostvars: host name -> variables'))
+def rdma_host_ofed(hosts, hostvars):
+    """``{host: reason}`` for the hosts that run NVIDIA's OFED on the host (or whose driver facts are missing)."""
+    found = {}
+    for host in hosts or []:
+        variables = host_vars('rdma_host_ofed', hostvars, host)
+        if variables is None:
+            raise AnsibleFilterError('rdma_host_ofed: %s is not a host of the inventory' % host)
+        facts = nested('rdma_host_ofed', 'ansible_facts of %s' % host, variables.get('ansible_facts') or {},
+                       a_dict('the facts of the host'))
+        driver = nested('rdma_host_ofed', 'ansible_facts.rdma_driver of %s' % host, facts.get('rdma_driver'),
+                        a_dict('rdma_driver facts', nullable=True))
+        ledger = nested('rdma_host_ofed', 'ansible_facts.gpunet_rdma_ledger of %s' % host,
+                        facts.get('gpunet_rdma_ledger') or {}, a_dict('the stage ledger'))
+        reason = host_ofed_reason(driver, ledger.get('ofed'))
+        if reason:
+            found[host] = reason
+    return found
+
+
+POLICY_REF = a_dict('{kind, name}', required=('kind', 'name'))
+
+
+@filter_args('rdma_network_operator_status',
+             found=a_list('NicClusterPolicy and NicNodePolicy objects (k8s_info resources)',
+                          a_dict('a policy object', keys={'status': a_dict('the status', nullable=True)}),
+                          nullable=True),
+             expected=a_list('the policies to judge ({kind, name}, rdma_network_operator\'s policies)', POLICY_REF,
+                             nullable=True))
+def rdma_network_operator_status(found, expected):
+    return policies_status(list(expected or []), list(found or []))
+
+
+@filter_args('rdma_node_policy_labels',
+             resources=a_list('resources of rdma_network_operator (dicts with group, hosts, label_nodes)',
+                              a_dict('a resource record', keys={'hosts': names('host names', nullable=True)}),
+                              nullable=True),
+             nodes=a_list('Kubernetes Node objects (dicts)', a_dict('a Node object', keys={
+                 'metadata': a_dict('name, labels', nullable=True, keys={
+                     'labels': a_dict('labels', nullable=True)})}), nullable=True),
+             label=a_str('the node label key of the default nodeSelectors'))
+def rdma_node_policy_labels(resources, nodes, label=GROUP_LABEL):
+    return node_label_patches(list(resources or []), list(nodes or []), label)
 
 
 @filter_args('rdma_node_resources',
@@ -175,4 +241,7 @@ class FilterModule(object):
             'rdma_node_resources': rdma_node_resources,
             'rdma_daemonsets_not_ready': rdma_daemonsets_not_ready,
             'rdma_merge_tolerations': rdma_merge_tolerations,
+            'rdma_host_ofed': rdma_host_ofed,
+            'rdma_network_operator_status': rdma_network_operator_status,
+            'rdma_node_policy_labels': rdma_node_policy_labels,
         }

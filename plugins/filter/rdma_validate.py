@@ -2,7 +2,8 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Validation filters: ib_write_bw results against the line rate, pod-level checks, workload templates.
+"""Validation filters: perftest results against the line rate, cross-node pairs, pod-level and in-pod checks, the NCCL
+proof and the workload templates.
 
 Documentation: the .yml files.
 """
@@ -12,13 +13,14 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import to_nice_yaml
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._nccl import nccl_result
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import roce_gid_index
 from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
-    line_rate_result, parse_ulimit, ulimit_problem)
+    LATENCY_TOOLS, fold_latency, line_rate_result, pair_tests, parse_ulimit, ring_pairs, ulimit_problem)
 from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import (
-    mpijob, pod_templates, validation_groups, validation_pods, volcano_job)
+    hostdev_allocatable, mpijob, pod_checks, pod_templates, validation_groups, validation_pods, volcano_job)
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
-    a_dict, a_list, a_number, a_str, describe, filter_args, names, nested)
+    Spec, a_dict, a_list, a_number, a_scalar, a_str, describe, filter_args, names, nested)
 
 RATE = a_number('the line rate in Gb/s', nullable=True)
 MIN_PCT = a_number('the minimum share of the line rate in %')
@@ -86,9 +88,11 @@ def rdma_perftest_tests(ports, line_rate_gbps=None, tool='ib_write_bw'):
 
 @filter_args('rdma_perftest_records', results=a_list('results of gpunet.rdma.perftest (dicts)'),
              ports=a_list('rdma_ports records', nullable=True), host=a_str('the host name'),
-             kind=a_str('what the test was: loopback, pair'))
-def rdma_perftest_records(results, ports, host, kind='loopback'):
-    """The report's test records from the perftest module's results, with each port's netdev and link layer."""
+             kind=a_str('what the test was: loopback, pair'),
+             extra=a_dict('more keys of every record (server, group, rail, ...)', nullable=True))
+def rdma_perftest_records(results, ports, host, kind='loopback', extra=None):
+    """The report's test records from the perftest module's results, with each port's netdev and link layer; a
+    latency test's figures join the bandwidth record of the same port before it."""
     by_port = dict(((p.get('device'), p.get('port')), p) for p in ports or [] if isinstance(p, dict))
     records = []
     for index, result in enumerate(results):
@@ -100,8 +104,9 @@ def rdma_perftest_records(results, ports, host, kind='loopback'):
         record.update(kind=kind, host=host, device=result['device'], port=result.get('port'),
                       netdev=port.get('netdev'), link_layer=port.get('link_layer'), tool=result.get('tool'),
                       ok=result.get('ok'), problem=result.get('problem'))
+        record.update(extra or {})
         records.append(record)
-    return records
+    return fold_latency(records)
 
 
 @filter_args('rdma_manifest_files', objects=a_list('Kubernetes objects'),
@@ -125,32 +130,136 @@ def rdma_manifest_files(objects, extra=None):
     return files
 
 
+FABRIC_GROUPS = a_dict('group name -> fabric (the groups of rdma_fabrics)', nullable=True, values=a_dict(
+    'a fabric of rdma_fabrics', keys={'hosts': NAMES, 'validation': a_dict('validation settings', nullable=True)}))
+
+
 @filter_args('rdma_validation_manifests', network_operator_result=STAGE_RESULT, spiderpool_result=STAGE_RESULT,
              ports_by_host=a_dict('host name -> rdma_ports', values=PORT_RECORDS, nullable=True),
-             options=a_dict('image, workload_image, namespace, message_size, replicas, extra_groups', nullable=True,
+             options=a_dict('image, workload_image, nccl_image, namespace, message_size, replicas, extra_groups, '
+                            'fabrics, resource_inject', nullable=True,
                             keys={'image': a_str('an image with perftest', nullable=True),
                                   'workload_image': a_str('the image of the workloads', nullable=True),
+                                  'nccl_image': a_str('an image with nccl-tests, MPI and sshd', nullable=True),
+                                  'nccl_binary': a_str('the path of all_reduce_perf in the image', nullable=True),
                                   'namespace': a_str('a namespace', nullable=True),
                                   'message_size': a_number('bytes', nullable=True, whole=True),
                                   'replicas': a_number('pods', nullable=True, whole=True),
+                                  'gpus_per_node': a_number('GPUs', nullable=True, whole=True),
+                                  'fabrics': FABRIC_GROUPS,
+                                  'resource_inject': a_dict('annotation, group', nullable=True),
                                   'extra_groups': a_list('groups (dicts with group, resources, device)', a_dict(
-                                      'a group', required=('group', 'resources', 'device'), keys={
+                                      'a group', required=('group', 'resources'), keys={
                                           'resources': names('RDMA resource names'), 'hosts': NAMES,
-                                          'hcas': NAMES}), nullable=True)}))
+                                          'hcas': NAMES, 'networks': NAMES,
+                                          'device': a_str('an RDMA device', nullable=True),
+                                          'mode': a_str('shared, spiderpool or hostdev', nullable=True)}),
+                                      nullable=True)}))
 def rdma_validation_manifests(network_operator_result, spiderpool_result, ports_by_host, options=None):
     options = dict(options or {})
     if not options.get('image'):
         raise AnsibleFilterError('rdma_validation_manifests: options.image (an image with perftest) is required')
+    for index, group in enumerate(options.get('extra_groups') or []):
+        mode = group.get('mode') or 'shared'
+        if mode not in ('shared', 'spiderpool', 'hostdev'):
+            raise AnsibleFilterError('rdma_validation_manifests: options.extra_groups[%d].mode must be shared, '
+                                     'spiderpool or hostdev, got %r' % (index, mode))
+        if not group.get('device') and mode != 'hostdev':
+            raise AnsibleFilterError('rdma_validation_manifests: options.extra_groups[%d] (%s) needs device (the RDMA '
+                                     'device inside its pods); only hostdev groups find theirs in the pod'
+                                     % (index, group['group']))
     groups = validation_groups(network_operator_result, spiderpool_result, dict(ports_by_host or {}),
-                               list(options.get('extra_groups') or []))
+                               list(options.get('extra_groups') or []), dict(options.get('fabrics') or {}))
     workload_options = dict(options, image=options.get('workload_image') or options['image'])
-    workloads = [build(group, workload_options) for group in groups for build in (mpijob, volcano_job)]
+    nccl_jobs = [mpijob(group, workload_options) for group in groups]
+    workloads = [build for group, job in zip(groups, nccl_jobs)
+                 for build in (job, volcano_job(group, workload_options))]
     return {
         'groups': groups,
         'pods': [obj for group in groups for obj in validation_pods(group, options)],
         'workloads': workloads,
+        'nccl_jobs': nccl_jobs,
         'workload_pods': [pod for workload in workloads for pod in pod_templates(workload)],
     }
+
+
+@filter_args('rdma_pod_checks', log=a_str("a validation pod's log", nullable=True),
+             pod=a_dict('the pod as the API server stored it', nullable=True),
+             checks=a_dict("what the group's pods must show (a group's checks of rdma_validation_manifests)",
+                           nullable=True, keys={'subnets': a_list('subnets', nullable=True),
+                                                'gateways': a_list('gateways', nullable=True),
+                                                'hcas': NAMES, 'resources': NAMES,
+                                                'interfaces': a_number('interfaces', nullable=True, whole=True),
+                                                'rdma_devices': a_number('devices', nullable=True, whole=True)}),
+             pod_name=a_str('the pod name', nullable=True))
+def rdma_pod_checks(log, pod=None, checks=None, pod_name=None):
+    """The in-pod checks of one validation pod, judged."""
+    return pod_checks(log or '', pod, checks, pod_name)
+
+
+_FLAGS = {'true': True, 'yes': True, 'on': True, '1': True, 'false': False, 'no': False, 'off': False, '0': False}
+
+
+def a_flag(what):
+    """true or false, or the words Ansible reads as such (extra vars are strings)."""
+    def check(value, expected):
+        if isinstance(value, bool) or (isinstance(value, str) and value.lower() in _FLAGS):
+            return None
+        return 'must be %s, got %s' % (expected, describe(value))
+    return Spec('true or false (%s)' % what, check)
+
+
+@filter_args('rdma_nccl_result', log=a_str("the NCCL job launcher's log", nullable=True), line_rate_gbps=RATE,
+             expect_gdr=a_flag('whether the group expects GPUDirect RDMA'),
+             min_busbw_pct=a_number('the minimum bus bandwidth in % of the line rate', nullable=True),
+             min_hosts=a_number('nodes', whole=True))
+def rdma_nccl_result(log, line_rate_gbps=None, expect_gdr=False, min_busbw_pct=None, min_hosts=2):
+    """The NCCL proof of one group: transport per rank, GPUDirect RDMA and bus bandwidth, judged."""
+    return nccl_result(log or '', float(line_rate_gbps) if line_rate_gbps not in (None, '') else None,
+                       expect_gdr if isinstance(expect_gdr, bool) else _FLAGS[expect_gdr.lower()],
+                       float(min_busbw_pct) if min_busbw_pct not in (None, '') else None, int(min_hosts))
+
+
+PAIR_SPEC = a_dict('a pair', required=('server', 'client', 'device'), keys={
+    'server': a_str('a host'), 'client': a_str('a host'), 'device': a_str('an RDMA device'),
+    'client_device': a_str('an RDMA device', nullable=True), 'address': a_str('an address', nullable=True)})
+
+
+@filter_args('rdma_validate_pairs', fabric_groups=FABRIC_GROUPS,
+             ports_by_host=a_dict('host name -> rdma_ports', values=PORT_RECORDS, nullable=True),
+             options=a_dict('hosts, devices, sample, seed, explicit, tools, line_rate_gbps, max_latency_usec',
+                            nullable=True,
+                            keys={'hosts': NAMES, 'sample': a_number('pairs', nullable=True, whole=True),
+                                  'devices': a_dict('host name -> rdma_devices', nullable=True, values=a_list(
+                                      'rdma_devices records', a_dict('an rdma_devices record'), nullable=True)),
+                                  'seed': a_scalar('a seed', nullable=True),
+                                  'explicit': a_list('pairs (dicts with server, client, device)', PAIR_SPEC,
+                                                     nullable=True),
+                                  'tools': names('perftest tools', nullable=True),
+                                  'line_rate_gbps': RATE,
+                                  'max_latency_usec': a_number('microseconds', nullable=True)}))
+def rdma_validate_pairs(fabric_groups, ports_by_host, options=None):
+    """The cross-node pairs: the listed ones, then a ring per rail in each group; each with its perftest tests."""
+    options = dict(options or {})
+    tools = list(options.get('tools') or ['ib_write_bw'])
+    unknown = [t for t in tools if t not in ('ib_write_bw', 'ib_read_bw', 'ib_send_bw') + LATENCY_TOOLS]
+    if unknown:
+        raise AnsibleFilterError('rdma_validate_pairs: options.tools has %s, not a perftest tool of '
+                                 'gpunet.rdma.perftest' % ', '.join(unknown))
+    pairs = ring_pairs(dict(fabric_groups or {}), dict(ports_by_host or {}), options)
+    for pair in pairs:
+        pair['server_tests'], pair['client_tests'] = pair_tests(pair, tools)
+    return pairs
+
+
+@filter_args('rdma_hostdev_allocatable',
+             groups=a_list('the groups of rdma_validation_manifests', a_dict('a group', required=('group', 'mode'),
+                                                                             keys={'resources': NAMES,
+                                                                                   'hosts': NAMES})),
+             nodes=a_list('Kubernetes Node objects (dicts)', a_dict('a Node object'), nullable=True))
+def rdma_hostdev_allocatable(groups, nodes):
+    """Per node of each hostdev group: the SR-IOV device plugin's resource in allocatable."""
+    return hostdev_allocatable(groups, list(nodes or []))
 
 
 class FilterModule(object):
@@ -162,4 +271,8 @@ class FilterModule(object):
             'rdma_manifest_files': rdma_manifest_files,
             'rdma_pod_result': rdma_pod_result,
             'rdma_validation_manifests': rdma_validation_manifests,
+            'rdma_pod_checks': rdma_pod_checks,
+            'rdma_nccl_result': rdma_nccl_result,
+            'rdma_validate_pairs': rdma_validate_pairs,
+            'rdma_hostdev_allocatable': rdma_hostdev_allocatable,
         }

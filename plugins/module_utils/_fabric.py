@@ -41,6 +41,8 @@ STAGE_KEYS = {
     'validation': 'rdma_validate',
     'spiderpool': 'spiderpool',
     'pvrdma': 'pvrdma',
+    'sriov': 'sriov_vfs',
+    'tuning': 'nic_tuning',
 }
 TOP_KEYS = ('name', 'generation', 'link_layer', 'line_rate_gbps', 'expected_ports', 'rdma_resource', 'kubernetes',
             'platform')

@@ -219,7 +219,43 @@ def firmware_state(record):
         'pending': record['pending'],
         'reboot_required': record['reboot_required'],
         'devices': [dict((k, d[k]) for k in ('device', 'pci_address', 'pending', 'values')) for d in record['devices']],
+        'inventory': [dict((k, d.get(k)) for k in FIRMWARE_INVENTORY_KEYS) for d in record.get('inventory') or []],
     }
+
+
+# A card's firmware as the firmware stage found it (module mlxfwmanager): state only, what this run burned left out.
+FIRMWARE_INVENTORY_KEYS = ('device', 'pci_address', 'device_type', 'part_number', 'psid', 'fw_version',
+                           'running_version', 'pending_activation', 'expected_version', 'expected_psids', 'drift',
+                           'state')
+
+
+def firmware_inventory_rows(report):
+    """One row per card of every host's firmware inventory: what it runs, what is on flash, what its group expects,
+    and a status (the drift, an activation that waits, as expected, or no expectation)."""
+    rows = []
+    for host in report['hosts']:
+        for card in ((host.get('firmware') or {}).get('inventory') or []):
+            expected = [card.get('expected_version')] if card.get('expected_version') else []
+            expected += ['PSID %s' % ' or '.join(card['expected_psids'])] if card.get('expected_psids') else []
+            if card.get('state') == 'drift':
+                status = 'drift: ' + '; '.join(line.split(': ', 1)[-1] for line in card.get('drift') or [])
+            elif card.get('state') == 'pending':
+                status = 'pending: %s runs after a firmware reset or reboot' % card.get('fw_version')
+            elif card.get('state') == 'ok':
+                status = 'as expected'
+            else:
+                status = 'no expectation'
+            rows.append({'host': host['host'], 'device': card.get('device'), 'pci_address': card.get('pci_address'),
+                         'part_number': card.get('part_number'), 'psid': card.get('psid'),
+                         'running': card.get('running_version'), 'flash': card.get('fw_version'),
+                         'expected': ', '.join(expected) or None, 'status': status, 'state': card.get('state')})
+    return rows
+
+
+def firmware_drift_hosts(hosts):
+    """The hosts with a card whose firmware or PSID is not the one its group expects."""
+    return sorted(set(h['host'] for h in hosts for card in ((h.get('firmware') or {}).get('inventory') or [])
+                      if card.get('state') == 'drift'))
 
 
 def driver_state(ofed=None, netns=None, gpudirect=None):
@@ -272,7 +308,16 @@ def cluster_state(record):
 
 
 _VALIDATION_KEYS = ('kind', 'host', 'server', 'device', 'port', 'netdev', 'gid_index', 'average_gbps',
-                    'line_rate_gbps', 'line_rate_pct', 'min_line_rate_pct', 'memlock', 'ok', 'problem')
+                    'line_rate_gbps', 'line_rate_pct', 'min_line_rate_pct', 'memlock', 'ok', 'problem',
+                    'group', 'rail', 'server_device', 'latency_tool', 'latency_usec', 'latency_p99_usec',
+                    'max_latency_usec', 'latency_ok')
+_NCCL_KEYS = ('group', 'job', 'state', 'ok', 'problem', 'transport', 'networks', 'ib_devices', 'link_layers',
+              'nics_per_node', 'gdr', 'expect_gdr', 'hosts', 'ranks', 'socket_hosts', 'nccl_version', 'size_bytes',
+              'busbw_gbs', 'peak_busbw_gbs', 'avg_busbw_gbs', 'line_rate_gbps', 'busbw_line_rate_pct',
+              'min_busbw_pct')
+_POD_CHECK_KEYS = ('group', 'pod', 'mode', 'ok', 'problem', 'interfaces', 'rules', 'routes', 'rdma', 'resources',
+                   'injected')
+_ALLOCATABLE_KEYS = ('node', 'group', 'resource', 'allocatable', 'ok', 'problem')
 
 
 def validation_state(records, pod_results=None):
@@ -281,6 +326,16 @@ def validation_state(records, pod_results=None):
     if not records and not pod_results:
         return None
     return [dict((k, test.get(k)) for k in _VALIDATION_KEYS) for test in tests]
+
+
+def pod_validation_state(detail):
+    """The controller's pod-level validation beyond the bandwidth tests: ``{nccl, pod_checks, allocatable}`` (each
+    a list, the NCCL proof per group, the in-pod checks per pod, the hostdev allocatable per node), or None."""
+    if not detail:
+        return None
+    return {'nccl': [dict((k, run.get(k)) for k in _NCCL_KEYS) for run in detail.get('nccl') or []],
+            'pod_checks': [dict((k, check.get(k)) for k in _POD_CHECK_KEYS) for check in detail.get('pod_checks') or []],
+            'allocatable': [dict((k, row.get(k)) for k in _ALLOCATABLE_KEYS) for row in detail.get('allocatable') or []]}
 
 
 # The controller's ledger (cluster stages, pod-level validation) is reported under this name.
@@ -301,7 +356,9 @@ def stage_rows(ledger):
     for name, entry in sorted((ledger or {}).items()):
         entry = check_envelope(entry, name, detail=False)
         rows.append({'stage': name, 'status': entry['status'], 'changed': entry['changed'],
-                     'pending': ['%s%s' % (item['action'], '' if item['allowed'] else ' (waits for permission)')
+                     'pending': ['%s%s' % (item['action'], '' if item['allowed'] else
+                                           ' (held by the blast-radius guard)' if 'held: ' in item['reason'] else
+                                           ' (waits for permission)')
                                  for item in entry['pending']],
                      'problems': entry['problems']})
     return rows
@@ -332,6 +389,8 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
         result['firmware'] = firmware_state(_detail(ledger, 'firmware'))
         result['runtime'] = runtime_state(_detail(ledger, 'runtime'))
         result['drivers'] = driver_state(_detail(ledger, 'ofed'), _detail(ledger, 'netns'), _detail(ledger, 'gpudirect'))
+        result['tuning'] = tuning_state(_detail(ledger, 'tuning'))
+        result['sriov'] = sriov_state(_detail(ledger, 'sriov'))
         hosts.append(result)
     hosts.sort(key=lambda r: r['host'])
     host_ledgers = dict((h['host'], ledgers.get(h['host']) or {}) for h in hosts)
@@ -341,6 +400,7 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
     validation_records = [_detail(ledgers.get(h['host']), 'validation') for h in hosts]
     validation = validation_state([r for r in validation_records if r],
                                   (_detail(controller, 'pod_validation') or {}).get('results'))
+    pod_level = pod_validation_state(_detail(controller, 'pod_validation')) or {}
     cluster, spiderpool = _detail(controller, 'network_operator'), _detail(controller, 'spiderpool')
     counts = dict((v, len([h for h in hosts if h['verdict'] == v])) for v in (PASS, FAIL, UNCHECKED, MISSING))
     failed = [h['host'] for h in hosts if h['verdict'] in (FAIL, MISSING)]
@@ -363,6 +423,10 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
             'validation_failed': ['%s %s' % (t['host'], t['device'])
                                   for t in validation or [] if not t['ok']],
             'validation_failed_hosts': sorted(set(t['host'] for t in validation or [] if not t['ok'])),
+            'nccl_failed': [run['group'] for run in pod_level.get('nccl') or [] if not run['ok']],
+            'pod_checks_failed': [check['pod'] for check in pod_level.get('pod_checks') or [] if not check['ok']]
+            + [row['node'] for row in pod_level.get('allocatable') or [] if not row['ok']],
+            'firmware_drift_hosts': firmware_drift_hosts(hosts),
         },
         'groups': _groups_state(fabrics, hosts),
         'hosts': hosts,
@@ -370,6 +434,9 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
         'cluster': cluster_state(cluster),
         'spiderpool': cluster_state(spiderpool),
         'validation': validation,
+        'nccl': pod_level.get('nccl'),
+        'pod_checks': pod_level.get('pod_checks'),
+        'allocatable': pod_level.get('allocatable'),
     }
 
 
@@ -426,6 +493,101 @@ def _state_cell(port):
     return port.get('state') or port.get('physical_state') or '-'
 
 
+def tuning_state(record):
+    """The tuning stage's record for the report: per RoCE port trust, PFC, ECN; per function Max Read Request."""
+    if not record:
+        return None
+    ports = []
+    for port in record.get('ports') or []:
+        ecn = port.get('ecn') or {}
+        ports.append({'interface': port.get('interface'), 'trust': port.get('trust'),
+                      'pfc_priorities': list(port.get('pfc_priorities') or []), 'dcbx': port.get('dcbx'),
+                      'ecn': (None if not ecn else 'firmware' if not ecn.get('supported')
+                              else sorted(set(ecn.get('roce_np') or []) & set(ecn.get('roce_rp') or [])))})
+    firmware = record.get('firmware') or {}
+    return {'ports': ports,
+            'pci': [{'device': f.get('device'), 'max_read_request': f.get('max_read_request'),
+                     'max_payload': f.get('max_payload')} for f in record.get('pci') or []],
+            'firmware_pending': list(firmware.get('pending') or []),
+            'firmware_params': dict((record.get('wanted') or {}).get('firmware_params') or {}),
+            'persisted': record.get('persisted')}
+
+
+def _priorities_cell(priorities):
+    return ','.join(str(p) for p in priorities) if priorities else 'none'
+
+
+def _tuning_section(report):
+    hosts = [h for h in report['hosts'] if h.get('tuning')]
+    if not hosts:
+        return []
+    lines = ['', '## NIC tuning', '', '| host | port | DCBX | trust | PFC priorities | ECN priorities |',
+             '| --- | --- | --- | --- | --- | --- |']
+    for host in hosts:
+        for port in host['tuning']['ports']:
+            ecn = port['ecn']
+            lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+                host['host'], port['interface'], port['dcbx'], port['trust'], _priorities_cell(port['pfc_priorities']),
+                '-' if ecn is None else 'firmware mask (no driver ECN tree)' if ecn == 'firmware'
+                else _priorities_cell(ecn))))
+    lines += ['', '| host | PCI function | Max Read Request | Max Payload | firmware values | boot-time unit |',
+              '| --- | --- | --- | --- | --- | --- |']
+    for host in hosts:
+        tuning = host['tuning']
+        firmware = ', '.join('%s=%s' % item for item in sorted(tuning['firmware_params'].items())) or None
+        if firmware and tuning['firmware_pending']:
+            firmware += ' (pending a reboot: %s)' % ', '.join(tuning['firmware_pending'])
+        for function in tuning['pci'] or [{'device': None, 'max_read_request': None, 'max_payload': None}]:
+            lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+                host['host'], function['device'],
+                '%s bytes' % function['max_read_request'] if function['max_read_request'] else None,
+                '%s bytes' % function['max_payload'] if function['max_payload'] else None,
+                firmware, tuning['persisted'])))
+    return lines
+
+
+_SRIOV_VF_KEYS = ('index', 'pci_address', 'driver', 'netdev', 'rdma_device')
+# What the report says of a PF by what the stage did (a creation or change done shows as the state it reached).
+_SRIOV_STATUS = {'pending': 'pending', 'waiting_for_firmware': 'waiting for firmware'}
+
+
+def sriov_state(record):
+    """The SR-IOV stage's record for the report (state only): per PF its counts, whether it is as wanted, its VFs."""
+    if not record:
+        return None
+    pfs = []
+    for pf in record.get('pfs') or []:
+        status = _SRIOV_STATUS.get(pf.get('action'), 'as wanted')
+        pfs.append({'pci_address': pf.get('pci_address'), 'name': pf.get('name'),
+                    'sriov_totalvfs': pf.get('sriov_totalvfs'), 'sriov_numvfs': pf.get('sriov_numvfs'),
+                    'wanted': pf.get('wanted'), 'status': status,
+                    'reason': pf.get('reason') if status != 'as wanted' else None,
+                    'vfs': [dict((k, vf.get(k)) for k in _SRIOV_VF_KEYS) for vf in pf.get('vfs') or []]})
+    return {'unit': record.get('unit'), 'drivers_autoprobe': record.get('drivers_autoprobe'), 'pfs': pfs}
+
+
+def _sriov_section(report):
+    hosts = [h for h in report['hosts'] if h.get('sriov')]
+    if not hosts:
+        return []
+    lines = ['', '## SR-IOV', '', '| host | PF | VFs | wanted | sriov_totalvfs | boot unit | status |',
+             '| --- | --- | --- | --- | --- | --- | --- |']
+    vf_rows = []
+    for host in hosts:
+        for pf in host['sriov']['pfs']:
+            lines.append('| %s |' % ' | '.join(_cell(v) for v in (
+                host['host'], pf['name'], pf['sriov_numvfs'], pf['wanted'], pf['sriov_totalvfs'],
+                host['sriov']['unit'], pf['status'] + (': %s' % pf['reason'] if pf['reason'] else ''))))
+            for vf in pf['vfs']:
+                vf_rows.append('| %s |' % ' | '.join(_cell(v) for v in (
+                    host['host'], pf['pci_address'], 'virtfn%s' % vf['index'], vf['pci_address'], vf['netdev'],
+                    vf['rdma_device'], vf['driver'] or 'none (unbound)')))
+    if vf_rows:
+        lines += ['', '| host | PF | VF | PCI address | netdev | RDMA device | driver |',
+                  '| --- | --- | --- | --- | --- | --- | --- |'] + vf_rows
+    return lines
+
+
 def _runtime_section(report):
     hosts = [h for h in report['hosts'] if h.get('runtime')]
     if not hosts:
@@ -456,9 +618,21 @@ def _firmware_section(report):
         return []
     lines = ['', '## Firmware', '']
     if not rows:
-        return lines + ['No firmware parameter is wanted or pending on the chosen devices.']
+        return (lines + ['No firmware parameter is wanted or pending on the chosen devices.']
+                + _firmware_inventory(report))
     return lines + ['| host | device | PCI address | parameter | current | next boot | status |',
-                    '| --- | --- | --- | --- | --- | --- | --- |'] + rows
+                    '| --- | --- | --- | --- | --- | --- | --- |'] + rows + _firmware_inventory(report)
+
+
+def _firmware_inventory(report):
+    rows = firmware_inventory_rows(report)
+    if not rows:
+        return []
+    keys = ('host', 'device', 'pci_address', 'part_number', 'psid', 'running', 'flash', 'expected', 'status')
+    return ['', '### Firmware inventory', '',
+            '| host | device | PCI address | part number | PSID | running | on flash | expected | status |',
+            '| --- | --- | --- | --- | --- | --- | --- | --- | --- |'] + [
+        '| %s |' % ' | '.join(_cell(row[key]) for key in keys) for row in rows]
 
 
 def _ofed_cell(ofed):
@@ -567,6 +741,90 @@ def _test_status(test):
     return test['problem'] or 'failed'
 
 
+def latency_cell(test):
+    """A pair's latency: ``1.42 usec`` (typical, else average), with its threshold when it has one."""
+    if test.get('latency_usec') is None:
+        return None
+    text = '%g usec' % test['latency_usec']
+    if test.get('max_latency_usec') is not None:
+        text += ' (max %g)' % test['max_latency_usec']
+    return text
+
+
+def pair_parts(tests):
+    """The text of one pair-matrix cell, one part per test: ``[mlx5_0: ]94.71 Gb/s, 94.7 %[, 1.42 usec]``."""
+    parts = []
+    for test in tests:
+        pct = test.get('line_rate_pct')
+        text = '%s%s Gb/s, %s' % (('%s: ' % test.get('device')) if len(tests) > 1 else '',
+                                  _fmt_number(test.get('average_gbps')) if test.get('average_gbps') is not None
+                                  else '-', '-' if pct is None else '%.1f %%' % pct)
+        if test.get('latency_usec') is not None:
+            text += ', %g usec' % test['latency_usec']
+        parts.append(text)
+    return parts
+
+
+def pair_matrix(tests):
+    """``(servers, clients, {(server, client): [tests]})`` of the cross-node pair tests."""
+    pairs = [t for t in tests or [] if t.get('kind') == 'pair']
+    cells = {}
+    for test in pairs:
+        cells.setdefault((str(test.get('server')), str(test.get('host'))), []).append(test)
+    return (sorted(set(server for server, _c in cells)), sorted(set(client for _s, client in cells)), cells)
+
+
+def nccl_cells(run):
+    """One NCCL run's cells: group, state, transport, RDMA devices, GPUDirect RDMA, nodes, NCCL, bus bandwidth,
+    share of the line rate, status."""
+    devices = ', '.join(run.get('ib_devices') or []) or None
+    if devices and run.get('nics_per_node'):
+        devices = '%s (%d per node)' % (devices, run['nics_per_node'])
+    gdr = run.get('gdr')
+    if gdr and run.get('expect_gdr'):
+        gdr += ' (expected)'
+    busbw = None
+    if run.get('busbw_gbs') is not None:
+        busbw = '%g GB/s at %s' % (run['busbw_gbs'], _size(run.get('size_bytes')))
+    share = None
+    if run.get('busbw_line_rate_pct') is not None:
+        share = '%.1f %% of %s x %s Gb/s' % (run['busbw_line_rate_pct'], run.get('nics_per_node'),
+                                             _fmt_number(run.get('line_rate_gbps')))
+        if run.get('min_busbw_pct') is not None:
+            share += ' (min %g %%)' % run['min_busbw_pct']
+    return (run.get('group'), run.get('state'), run.get('transport'), devices, gdr,
+            ', '.join(run.get('hosts') or []) or None, run.get('nccl_version'), busbw, share,
+            'ok' if run.get('ok') else (run.get('problem') or 'failed'))
+
+
+def _size(size):
+    if size is None:
+        return '-'
+    for unit, factor in (('GiB', 2 ** 30), ('MiB', 2 ** 20), ('KiB', 2 ** 10)):
+        if size >= factor and size % factor == 0:
+            return '%d %s' % (size // factor, unit)
+    return '%d B' % size
+
+
+def pod_check_cells(check):
+    """One pod's in-pod checks: pod, group, mode, interfaces, policy routes, RDMA devices, resources, status."""
+    interfaces = ', '.join('%s %s' % (i.get('name'), '/'.join(i.get('addresses') or []) or '-')
+                           for i in check.get('interfaces') or []) or None
+    rdma = ', '.join('%s/%s %s %s' % (r.get('device'), r.get('port'), r.get('state') or '-', r.get('netdev') or '-')
+                     for r in check.get('rdma') or []) or None
+    resources = ', '.join('%s=%s' % item for item in sorted((check.get('resources') or {}).items())) or None
+    if resources and check.get('injected'):
+        resources += ' (injected)'
+    routes = '%s rules, tables %s' % (check.get('rules') or 0, ', '.join(check.get('routes') or []) or '-')
+    return (check.get('pod'), check.get('group'), check.get('mode'), interfaces, routes, rdma, resources,
+            'ok' if check.get('ok') else (check.get('problem') or 'failed'))
+
+
+def allocatable_cells(row):
+    return (row.get('node'), row.get('group'), row.get('resource'), row.get('allocatable'),
+            'ok' if row.get('ok') else (row.get('problem') or 'failed'))
+
+
 def _validation_section(report):
     tests = report.get('validation')
     if tests is None:
@@ -574,15 +832,55 @@ def _validation_section(report):
     lines = ['', '## Validation', '']
     if not tests:
         return lines + ['No bandwidth test ran (check mode, or no ACTIVE port of the expected link layer).']
-    lines += ['| host | test | device | port | netdev | Gb/s | line rate | % of line rate | memlock | status |',
-              '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    lines += ['| host | test | device | port | netdev | Gb/s | line rate | % of line rate | latency | memlock '
+              '| status |', '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for test in tests:
         kind = test['kind'] if test['kind'] != 'pair' else 'pair from %s' % test['server']
         lines.append('| %s |' % ' | '.join(_cell(v) for v in (
             test['host'], kind, test['device'], test['port'], test['netdev'], test['average_gbps'],
             ('%g Gb/s' % test['line_rate_gbps']) if test['line_rate_gbps'] else None,
             ('%.1f %%' % test['line_rate_pct']) if test['line_rate_pct'] is not None else None,
-            test['memlock'], _test_status(test))))
+            latency_cell(test), test['memlock'], _test_status(test))))
+    return lines
+
+
+def _pair_matrix_section(report):
+    servers, clients, cells = pair_matrix(report.get('validation'))
+    if not cells:
+        return []
+    lines = ['', '## Pair matrix', '', 'Rows: the host running the perftest server; columns: the client host. Cell: '
+             'average Gb/s, share of the line rate and typical latency.', '',
+             '| %s |' % ' | '.join(['server \\ client'] + clients), '| %s |' % ' | '.join(['---'] * (len(clients) + 1))]
+    for server in servers:
+        lines.append('| %s |' % ' | '.join([_cell(server)] + [
+            _cell('; '.join(pair_parts(cells[(server, client)]))) if (server, client) in cells else '-'
+            for client in clients]))
+    return lines
+
+
+def _nccl_section(report):
+    runs = report.get('nccl')
+    if not runs:
+        return []
+    lines = ['', '## NCCL', '', '| group | job state | transport | RDMA devices | GPUDirect RDMA | nodes | NCCL '
+             '| bus bandwidth | share of line rate | status |', '|%s' % (' --- |' * 10)]
+    for run in runs:
+        lines.append('| %s |' % ' | '.join(_cell(v) for v in nccl_cells(run)))
+    return lines
+
+
+def _pod_checks_section(report):
+    checks, rows = report.get('pod_checks'), report.get('allocatable')
+    if not checks and not rows:
+        return []
+    lines = ['', '## In-pod checks']
+    if checks:
+        lines += ['', '| pod | group | mode | interfaces | policy routes | RDMA devices | resources | status |',
+                  '| --- | --- | --- | --- | --- | --- | --- | --- |']
+        lines += ['| %s |' % ' | '.join(_cell(v) for v in pod_check_cells(check)) for check in checks]
+    if rows:
+        lines += ['', '| node | group | hostdev resource | allocatable | status |', '| --- | --- | --- | --- | --- |']
+        lines += ['| %s |' % ' | '.join(_cell(v) for v in allocatable_cells(row)) for row in rows]
     return lines
 
 
@@ -642,7 +940,10 @@ def render_markdown(report):
     pending += [('OFED needs a rebuild for the running kernel', summary.get('driver_kernel_mismatch_hosts')),
                 ('stage failed', summary.get('failed_stages')),
                 ('RDMA resource not reported by Kubernetes', summary.get('cluster_problem_nodes')),
-                ('bandwidth below the line rate threshold', summary.get('validation_failed'))]
+                ('bandwidth below the line rate threshold', summary.get('validation_failed')),
+                ("firmware other than the group's", summary.get('firmware_drift_hosts')),
+                ('NCCL not on RDMA or below its bus bandwidth', summary.get('nccl_failed')),
+                ('in-pod checks failed', summary.get('pod_checks_failed'))]
     lines += ['Pending: %s on %s.' % (what, ', '.join(hosts)) for what, hosts in pending if hosts]
     lines += _groups_section(report)
     lines += [
@@ -673,9 +974,14 @@ def render_markdown(report):
     lines += _stages_section(report)
     lines += _firmware_section(report)
     lines += _drivers_section(report)
+    lines += _sriov_section(report)
     lines += _runtime_section(report)
+    lines += _tuning_section(report)
     lines += _cluster_section(report)
     lines += _validation_section(report)
+    lines += _pair_matrix_section(report)
+    lines += _nccl_section(report)
+    lines += _pod_checks_section(report)
     failing = [h for h in report['hosts'] if h['problems']]
     lines += ['', '## Hosts that miss expectations', '']
     if not failing:

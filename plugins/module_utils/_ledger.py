@@ -27,6 +27,8 @@ ACTIONS = (
     ('driver_restart', 'RDMA driver restart (openibd restart)'),
     ('netns_switch', 'RDMA netns mode switch (rdma system set netns)'),
     ('runtime_restart', 'container runtime restart'),
+    # after a firmware reset or driver restart: the VFs are destroyed (write 0) and created again with the new count
+    ('sriov_change', 'SR-IOV VF count change (VFs destroyed and created again)'),
     ('reboot', 'reboot'),
 )
 ACTION_NAMES = tuple(name for name, _text in ACTIONS)
@@ -160,6 +162,41 @@ def resolve(ledger, actions, how):
             entry['pending'] = left
             if entry['status'] == 'pending' and not left:
                 entry['status'] = 'changed'
+        result[name] = entry
+    return result
+
+
+def hold(ledger, holds):
+    """A copy of ``ledger`` where the allowed pending actions named in ``holds`` are no longer allowed.
+
+    ``holds`` is a list of ``{action, reason}``: a guard found that taking the step now would do harm (e.g. reset the
+    device that carries the node's management path). The step stays pending, waiting, with the reason appended, so
+    that the plan (``plan``) leaves it out and the report says why.
+    """
+    if not isinstance(ledger, Mapping):
+        raise LedgerError('the ledger must be a dict, got %s' % type(ledger).__name__)
+    if not isinstance(holds, (list, tuple)):
+        raise LedgerError('hold must be a list of {action, reason}, got %s' % type(holds).__name__)
+    reasons = {}
+    for item in holds:
+        if not isinstance(item, Mapping) or set(item) - {'action', 'reason'} or item.get('action') not in ACTION_NAMES:
+            raise LedgerError('a held action must be {action, reason} with action one of %s, got %r'
+                              % (', '.join(ACTION_NAMES), item))
+        reasons.setdefault(item['action'], []).append(str(item.get('reason') or 'held'))
+    result = {}
+    for name, entry in ledger.items():
+        if not [item for item in check_envelope(entry, name, detail=False)['pending']
+                if item['allowed'] and item['action'] in reasons]:
+            result[name] = entry
+            continue
+        entry = check_envelope(entry, name)
+        pending = []
+        for item in entry['pending']:
+            if item['allowed'] and item['action'] in reasons:
+                note = 'held: %s' % ' / '.join(reasons[item['action']])
+                item = dict(item, allowed=False, reason='%s; %s' % (item['reason'], note) if item['reason'] else note)
+            pending.append(item)
+        entry['pending'] = pending
         result[name] = entry
     return result
 

@@ -4,12 +4,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """NVIDIA Network Operator objects built from discovered RDMA facts.
 
-Pure functions: the RDMA shared device plugin configuration from each GPU group's ports,
-release gates for NicClusterPolicy fields, toleration merging and JSON-patch paths.
+Pure functions: the RDMA shared device plugin configuration from each GPU group's ports, the NicClusterPolicy and,
+from Network Operator 26.4, one NicNodePolicy per GPU group; release gates for NicClusterPolicy fields, toleration
+merging and JSON-patch paths; the guard against the driver container on hosts that run their own OFED; the
+operator's own verdict on its policies (``status.state`` and ``status.appliedStates``).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import re
 
@@ -177,21 +181,30 @@ def sriov_device_plugin_config(resources):
     return json.dumps({'resourceList': resource_list}, sort_keys=True)
 
 
-def nic_cluster_policy(release, rdma_groups, options):
-    """The NicClusterPolicy: shared device plugin from the groups' facts plus the optional components."""
+def ofed_driver_spec(ofed, what='ofed_driver'):
+    """``spec.ofedDriver`` (NicClusterPolicy or NicNodePolicy) from the role's ofed_driver settings."""
+    driver = _image(ofed, what)
+    driver.update({'forcePrecompiled': bool(ofed.get('force_precompiled', False)),
+                   'terminationGracePeriodSeconds': int(ofed.get('termination_grace_period_seconds', 300)),
+                   'upgradePolicy': copy.deepcopy(ofed.get('upgrade_policy') or DEFAULT_UPGRADE_POLICY)})
+    driver.update(copy.deepcopy(DEFAULT_OFED_PROBES))
+    return driver
+
+
+def nic_cluster_policy(release, rdma_groups, options, per_node_sections=True):
+    """The NicClusterPolicy: shared device plugin from the groups' facts plus the optional components.
+
+    Without ``per_node_sections`` (NicNodePolicies carry the driver and the RDMA shared device plugin) it holds
+    only the cluster-wide parts, and may be empty: applied empty, it gives up the sections an earlier run put in it.
+    """
     spec = {}
     plugin = options.get('rdma_shared_device_plugin') or {}
-    if rdma_groups:
+    if rdma_groups and per_node_sections:
         _config, text = shared_device_plugin_config(rdma_groups, options.get('periodic_update_interval'))
         spec['rdmaSharedDevicePlugin'] = dict(_image(plugin, 'rdma_shared_device_plugin'), config=text)
     ofed = options.get('ofed_driver') or {}
-    if ofed:
-        driver = _image(ofed, 'ofed_driver')
-        driver.update({'forcePrecompiled': bool(ofed.get('force_precompiled', False)),
-                       'terminationGracePeriodSeconds': int(ofed.get('termination_grace_period_seconds', 300)),
-                       'upgradePolicy': ofed.get('upgrade_policy') or DEFAULT_UPGRADE_POLICY})
-        driver.update(DEFAULT_OFED_PROBES)
-        spec['ofedDriver'] = driver
+    if ofed and per_node_sections:
+        spec['ofedDriver'] = ofed_driver_spec(ofed)
     sriov = options.get('sriov_device_plugin') or {}
     if sriov:
         spec['sriovDevicePlugin'] = dict(_image(sriov, 'sriov_device_plugin'),
@@ -212,7 +225,7 @@ def nic_cluster_policy(release, rdma_groups, options):
         spec['deploymentTolerations'] = merge_tolerations([], options['deployment_tolerations'])
     if options.get('node_affinity'):
         spec['nodeAffinity'] = options['node_affinity']
-    if not spec:
+    if not spec and per_node_sections:
         raise NetworkOperatorError('the NicClusterPolicy would be empty: no group with RDMA ports and no component')
     release_gate(spec, release)
     return {'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy',
@@ -344,7 +357,13 @@ def node_resources(resources, nodes):
             row['mofed_wait'] = labels.get(MOFED_WAIT_LABEL)
             allocatable = ((node.get('status') or {}).get('allocatable') or {}).get(resource['resource'])
             row['allocatable'] = allocatable
-            if row['mofed_wait'] == 'true':
+            selector = resource.get('node_selector')
+            if selector and not _selects(selector, node):
+                row['problem'] = ('not selected by %s (nodeSelector %s): none of its components runs there; label the '
+                                  'node or change network_operator_node_selectors'
+                                  % (resource.get('policy') or 'its NicNodePolicy',
+                                     ', '.join('%s=%s' % item for item in sorted(selector.items()))))
+            elif row['mofed_wait'] == 'true':
                 row['problem'] = ('%s=true: the driver pod has not finished on this node (often a taint its DaemonSet '
                                   'does not tolerate: add it with the nicclusterpolicy_tolerations role)'
                                   % MOFED_WAIT_LABEL)
@@ -355,3 +374,387 @@ def node_resources(resources, nodes):
                 row['ok'] = True
             rows.append(row)
     return rows
+
+
+# ------------------------------------------------------------------ NicNodePolicy (Network Operator 26.4 and later)
+
+NODE_POLICY_RELEASE = (26, 4, 0)
+# The sections a NicNodePolicy may hold; each lives either in the NicClusterPolicy or in NicNodePolicies, never in
+# both (the operator's admission webhook refuses the second).
+NODE_POLICY_SECTIONS = ('ofedDriver', 'rdmaSharedDevicePlugin', 'sriovDevicePlugin')
+# The v26.4.1 admission webhook's limit (maxNicNodePolicyNameLength): DaemonSet names and label values carry the name.
+NODE_POLICY_NAME_MAX = 30
+# The node label of the default nodeSelector of a group's NicNodePolicy: its value is the group's name.
+GROUP_LABEL = 'gpunet.rdma/group'
+MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
+MANAGED_BY = 'gpunet.rdma'
+_LABEL_NAME = re.compile(r'^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$')
+_LABEL_VALUE = re.compile(r'^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')
+_DNS_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+
+def has_node_policies(release):
+    """Whether the release has the NicNodePolicy CRD (Network Operator 26.4.0 and later)."""
+    return parse_release(release) >= NODE_POLICY_RELEASE
+
+
+def _wanted_layout(wanted):
+    if isinstance(wanted, bool):
+        return wanted
+    text = str('auto' if wanted is None else wanted).strip().lower()
+    if text == 'auto':
+        return 'auto'
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise NetworkOperatorError('node_policies must be auto, true or false, not %r' % (wanted,))
+
+
+def policy_layout(release, wanted='auto', live_policy=None):
+    """``('node' | 'cluster', why)``: where the driver container and the device plugins go.
+
+    ``node``: one NicNodePolicy per GPU group, the NicClusterPolicy keeps the cluster-wide parts. ``auto`` takes it
+    from 26.4 on, unless ``live_policy`` (the cluster's NicClusterPolicy) already holds one of the per-node sections:
+    the operator has no automated migration and moving them interrupts those components, so they stay where they are
+    until ``wanted`` is true.
+    """
+    choice = _wanted_layout(wanted)
+    since = '.'.join(str(p) for p in NODE_POLICY_RELEASE)
+    supported = has_node_policies(release)
+    if choice is True and not supported:
+        raise NetworkOperatorError('NicNodePolicies need Network Operator %s or later; the chosen release is %s (set '
+                                   'node_policies to auto or false)' % (since, release))
+    if choice is False:
+        return 'cluster', 'one NicClusterPolicy (node_policies: false)'
+    if not supported:
+        return 'cluster', 'one NicClusterPolicy: release %s has no NicNodePolicy (since %s)' % (release, since)
+    live_spec = ((live_policy or {}).get('spec') or {}) if isinstance(live_policy, dict) else {}
+    held = [section for section in NODE_POLICY_SECTIONS if live_spec.get(section)]
+    if choice == 'auto' and held:
+        return 'cluster', ('one NicClusterPolicy: the cluster\'s NicClusterPolicy %s already holds %s, which move to '
+                           'NicNodePolicies only when node_policies is true (the operator has no automated migration; '
+                           'the move interrupts these components on every node)'
+                           % ((live_policy.get('metadata') or {}).get('name'), ', '.join(held)))
+    if held:
+        return 'node', 'one NicNodePolicy per GPU group (node_policies: true moves %s out of the NicClusterPolicy)' % (
+            ', '.join(held))
+    return 'node', 'one NicNodePolicy per GPU group (Network Operator %s)' % release
+
+
+def node_policy_name(group):
+    """A NicNodePolicy name for a group: a DNS name of at most 30 characters (``ib_v100`` -> ``ib-v100``).
+
+    Longer names keep their first 21 characters and a hash of the whole group name, so they stay distinct.
+    """
+    base = re.sub(r'[^a-z0-9-]+', '-', str(group).lower()).strip('-') or 'group'
+    if len(base) <= NODE_POLICY_NAME_MAX:
+        return base
+    digest = hashlib.sha256(str(group).encode('utf-8')).hexdigest()[:8]
+    return '%s-%s' % (base[:NODE_POLICY_NAME_MAX - 9].rstrip('-'), digest)
+
+
+def check_label_key(key, where):
+    prefix, _slash, name = str(key).rpartition('/')
+    if not key or (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))) or len(name) > 63 \
+            or not _LABEL_NAME.match(name):
+        raise NetworkOperatorError('%s: %r is not a node label key (an optional DNS prefix and /, then at most 63 '
+                                   'letters, digits, -, _ or ., starting and ending with a letter or digit)'
+                                   % (where, key))
+
+
+def check_label_value(value, where):
+    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise NetworkOperatorError('%s: %r is not a node label value (at most 63 letters, digits, -, _ or ., starting '
+                                   'and ending with a letter or digit)' % (where, value))
+
+
+def node_selector(group, selectors=None, label=GROUP_LABEL):
+    """``(nodeSelector, labelled)`` of a group's NicNodePolicy: ``selectors[group]``, else ``{label: group}``
+    (``labelled``: the role puts that label on the group's nodes)."""
+    chosen = (selectors or {}).get(group)
+    labelled = chosen is None
+    if labelled:
+        check_label_key(label, 'node_label')
+        check_label_value(group, 'group %s as the value of the node label %s (set node_selectors.%s)'
+                          % (group, label, group))
+        chosen = {label: group}
+    if not isinstance(chosen, dict) or not chosen:
+        # The operator's overlap check reads an empty selector as "every node".
+        raise NetworkOperatorError('node_selectors.%s must be a non-empty mapping of node labels to values (an empty '
+                                   'nodeSelector selects every node), got %r' % (group, chosen))
+    for key, value in chosen.items():
+        check_label_key(key, 'node_selectors.%s' % group)
+        check_label_value(value, 'node_selectors.%s.%s' % (group, key))
+    return dict(chosen), labelled
+
+
+def group_ofed_driver(group, options):
+    """The ofed_driver settings of one group: ``ofed_driver``, ``ofed_driver_groups[group]`` over it (null: none)."""
+    overrides = options.get('ofed_driver_groups') or {}
+    base = dict(options.get('ofed_driver') or {})
+    if group in overrides:
+        if overrides[group] is None:
+            return {}
+        if not isinstance(overrides[group], dict):
+            raise NetworkOperatorError('ofed_driver_groups.%s must be a mapping of ofed_driver settings or null, got %r'
+                                       % (group, overrides[group]))
+        base.update(overrides[group])
+    return base
+
+
+def nic_node_policies(release, rdma_groups, options):
+    """One NicNodePolicy per group: its nodes by nodeSelector, its own RDMA resource, the driver container if asked."""
+    if not has_node_policies(release):
+        raise NetworkOperatorError('NicNodePolicies need Network Operator %s or later; the chosen release is %s'
+                                   % ('.'.join(str(p) for p in NODE_POLICY_RELEASE), release))
+    # The plugin's rules across all groups first: a resource name may be used once in the cluster.
+    shared_device_plugin_config(rdma_groups, options.get('periodic_update_interval'))
+    plugin = options.get('rdma_shared_device_plugin') or {}
+    unknown = sorted(set(options.get('ofed_driver_groups') or {}) - set(g.get('group') for g in rdma_groups))
+    if unknown:
+        raise NetworkOperatorError('ofed_driver_groups names %s, not a group of a NicNodePolicy (%s)'
+                                   % (', '.join(unknown), ', '.join(g.get('group') for g in rdma_groups) or 'none'))
+    policies, names = [], {}
+    for group in rdma_groups:
+        name = node_policy_name(group['group'])
+        if name in names:
+            raise NetworkOperatorError('groups %s and %s give the same NicNodePolicy name %s; rename one group'
+                                       % (names[name], group['group'], name))
+        names[name] = group['group']
+        selector, _labelled = node_selector(group['group'], options.get('node_selectors'),
+                                            options.get('node_label') or GROUP_LABEL)
+        _config, text = shared_device_plugin_config([group], options.get('periodic_update_interval'))
+        spec = {'nodeSelector': selector,
+                'rdmaSharedDevicePlugin': dict(_image(plugin, 'rdma_shared_device_plugin'), config=text)}
+        ofed = group_ofed_driver(group['group'], options)
+        if ofed:
+            spec['ofedDriver'] = ofed_driver_spec(ofed, 'ofed_driver for group %s' % group['group'])
+        if options.get('tolerations'):
+            spec['tolerations'] = merge_tolerations([], options['tolerations'])
+        labels = {MANAGED_BY_LABEL: MANAGED_BY}
+        if _LABEL_VALUE.match(group['group']) and len(group['group']) <= 63:
+            labels[GROUP_LABEL] = group['group']
+        policies.append({'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicNodePolicy',
+                         'metadata': {'name': name, 'labels': labels}, 'spec': spec})
+    return policies
+
+
+def network_operator_objects(release, rdma_groups, options):
+    """``{layout, layout_reason, policies, resources}``: the policy objects of the chosen layout and, per group,
+    where its resource comes from (``policy``) and on which nodes (``node_selector``, ``label_nodes``)."""
+    layout, why = policy_layout(release, options.get('node_policies', 'auto'), options.get('live_policy'))
+    if layout == 'cluster' and options.get('ofed_driver_groups'):
+        raise NetworkOperatorError('ofed_driver_groups (a driver per group) needs NicNodePolicies; the layout is %s'
+                                   % why)
+    cluster = nic_cluster_policy(release, rdma_groups, options, per_node_sections=(layout == 'cluster'))
+    policies = [cluster]
+    if layout == 'node':
+        policies += nic_node_policies(release, rdma_groups, options)
+    resources = []
+    for group in rdma_groups:
+        config, _text = shared_device_plugin_config([group], options.get('periodic_update_interval'))
+        selectors = config['configList'][0].get('selectors') or {}
+        record = {'group': group.get('group'), 'hosts': list(group.get('hosts') or []),
+                  'resource': 'rdma/%s' % config['configList'][0]['resourceName'],
+                  'if_names': selectors.get('ifNames', []), 'link_types': selectors.get('linkTypes', [])}
+        if layout == 'node':
+            selector, labelled = node_selector(group['group'], options.get('node_selectors'),
+                                               options.get('node_label') or GROUP_LABEL)
+            record.update(policy='NicNodePolicy %s' % node_policy_name(group['group']), node_selector=selector,
+                          label_nodes=labelled)
+        else:
+            record['policy'] = 'NicClusterPolicy %s' % cluster['metadata']['name']
+        resources.append(record)
+    return {'layout': layout, 'layout_reason': why, 'policies': policies, 'resources': resources}
+
+
+# ------------------------------------------------------------------ the driver container over a host OFED
+
+# Packages of MLNX_OFED and DOCA-OFED (Debian and RPM names) that put the out-of-tree driver on the host.
+HOST_OFED_PACKAGES = ('mlnx-ofed-kernel-dkms', 'mlnx-ofed-kernel-modules', 'mlnx-ofed-kernel-utils',
+                      'kmod-mlnx-ofed-kernel', 'mlnx-ofed-kernel', 'mlnx-ofed-all', 'mlnx-ofed-basic', 'doca-ofed')
+HOST_OFED_SOURCES = {'mlnx_iso': 'MLNX_OFED from its ISO', 'doca_repo': 'DOCA-OFED from the DOCA repository'}
+FLAVORS = {'MLNX_OFED_LINUX': 'MLNX_OFED', 'OFED-internal': 'DOCA-OFED'}
+
+
+def host_ofed_reason(driver, ofed_stage=None):
+    """Why a host runs NVIDIA's OFED driver on the host itself, or None (the distribution's own driver).
+
+    ``driver`` is the host's ``ansible_facts.rdma_driver``, ``ofed_stage`` the ``ofed`` envelope of its ledger (the
+    driver stage may install OFED in this very run). A host without driver facts cannot be told apart: it gets a
+    reason too, so that nothing is assumed.
+    """
+    stage_source = ((ofed_stage or {}).get('detail') or {}).get('source') if isinstance(ofed_stage, dict) else None
+    if stage_source in HOST_OFED_SOURCES:
+        return 'the driver stage installs %s on the host (ofed_source: %s)' % (HOST_OFED_SOURCES[stage_source],
+                                                                               stage_source)
+    if not isinstance(driver, dict) or not driver:
+        return 'no driver facts (ansible_facts.rdma_driver): run the discovery first (playbooks/site.yml does)'
+    ofed = driver.get('ofed') or {}
+    if ofed.get('installed'):
+        return '%s %s on the host (ofed_info -s)' % (FLAVORS.get(ofed.get('flavor'), ofed.get('flavor') or 'OFED'),
+                                                     ofed.get('version') or '')
+    core = (driver.get('modules') or {}).get('mlx5_core') or {}
+    if core.get('origin') == 'ofed':
+        return 'mlx5_core is an out-of-tree OFED build (%s)' % (core.get('path') or 'updates/')
+    if ofed.get('kernels'):
+        return 'OFED builds of mlx5_core are installed for kernel %s' % ', '.join(ofed['kernels'])
+    packages = driver.get('packages') or {}
+    installed = ['%s %s' % (name, packages[name]) for name in HOST_OFED_PACKAGES if packages.get(name)]
+    if installed:
+        return 'package %s installed' % ', '.join(installed)
+    return None
+
+
+def host_ofed_conflicts(layout, policies, rdma_groups, host_ofed, fleet_hosts=None):
+    """``[{host, group, reason}]``: hosts with their own OFED where the chosen objects run the driver container.
+
+    NicNodePolicies run it on the hosts of their groups; a NicClusterPolicy on every node with a ConnectX device,
+    here every bare-metal host of the fleet (``fleet_hosts``: host -> group), whatever group its pods serve.
+    """
+    host_ofed = host_ofed or {}
+    targets = []
+    if layout == 'node':
+        names = dict((node_policy_name(g['group']), g['group']) for g in rdma_groups)
+        driven = set(names.get(p['metadata']['name']) for p in policies
+                     if p['kind'] == 'NicNodePolicy' and p['spec'].get('ofedDriver'))
+        for group in rdma_groups:
+            if group['group'] in driven:
+                targets.extend((host, group['group']) for host in group.get('hosts') or [])
+    elif any(p['kind'] == 'NicClusterPolicy' and p['spec'].get('ofedDriver') for p in policies):
+        hosts = dict(fleet_hosts or {})
+        for group in rdma_groups:
+            for host in group.get('hosts') or []:
+                hosts.setdefault(host, group['group'])
+        targets = sorted(hosts.items())
+    conflicts, seen = [], set()
+    for host, group in targets:
+        if host in host_ofed and host not in seen:
+            seen.add(host)
+            conflicts.append({'host': host, 'group': group, 'reason': host_ofed[host]})
+    return conflicts
+
+
+def host_ofed_refusal(conflicts, allowed=False):
+    """The refusal for ``conflicts`` (None when there is none or ``allowed``), naming every node and the variable."""
+    if not conflicts or allowed:
+        return None
+    return ('Refusing ofedDriver: the Network Operator\'s driver container would replace the driver of nodes that run '
+            'their own MLNX_OFED/DOCA-OFED: %s. The container unloads the host\'s modules and builds its own; when '
+            'that fails the node has no RDMA at all (the InfiniBand field report\'s outage). Leave '
+            'network_operator_ofed_driver empty (or null for these groups in network_operator_ofed_driver_groups), '
+            'move these hosts to the inbox driver (ofed_source: inbox), or set '
+            'network_operator_ofed_driver_over_host_ofed: true to allow it.'
+            % '; '.join('%s (group %s: %s)' % (c['host'], c['group'], c['reason']) for c in conflicts))
+
+
+# ------------------------------------------------------------------ the operator's verdict on its policies
+
+# appliedStates names of the per-node sections and of the NicClusterPolicy's other components, with the spec field.
+COMPONENTS = {
+    'state-OFED': 'spec.ofedDriver',
+    'state-RDMA-device-plugin': 'spec.rdmaSharedDevicePlugin',
+    'state-SRIOV-device-plugin': 'spec.sriovDevicePlugin',
+    'state-multus-cni': 'spec.secondaryNetwork.multus',
+    'state-container-networking-plugins': 'spec.secondaryNetwork.cniPlugins',
+    'state-ipoib-cni': 'spec.secondaryNetwork.ipoib',
+    'state-whereabouts-cni': 'spec.secondaryNetwork.ipamPlugin',
+    'state-nv-ipam-cni': 'spec.nvIpam',
+    'state-ib-kubernetes': 'spec.ibKubernetes',
+    'state-nic-feature-discovery': 'spec.nicFeatureDiscovery',
+    'state-doca-telemetry-service': 'spec.docaTelemetryService',
+    'state-nic-configuration-operator': 'spec.nicConfigurationOperator',
+}
+FAILING = ('notReady', 'error')
+
+
+def policy_status(obj, kind=None, name=None):
+    """The operator's verdict on one NicClusterPolicy or NicNodePolicy from its ``status``.
+
+    ``{kind, name, state, reason, components: [{name, state, message, field}], ok, problems}``; ``ok`` when
+    ``status.state`` is ``ready`` and no applied state is ``notReady`` or ``error``. Each failing component is named
+    as ``state-OFED (spec.ofedDriver): notReady: <its message>``. ``reason`` is shown only when the policy is not
+    ready (the operator leaves an old one in place once the policy recovers).
+    """
+    obj = obj if isinstance(obj, dict) else {}
+    metadata = obj.get('metadata') or {}
+    kind = kind or obj.get('kind') or 'NicClusterPolicy'
+    name = name or metadata.get('name')
+    what = '%s %s' % (kind, name)
+    status = obj.get('status') if isinstance(obj.get('status'), dict) else {}
+    components = []
+    for entry in status.get('appliedStates') or []:
+        if isinstance(entry, dict):
+            components.append({'name': entry.get('name'), 'state': entry.get('state'),
+                               'message': entry.get('message') or None,
+                               'field': COMPONENTS.get(entry.get('name'))})
+    state = status.get('state')
+    reason = status.get('reason') or None
+    record = {'kind': kind, 'name': name, 'state': state, 'reason': reason, 'components': components, 'ok': False,
+              'problems': []}
+    if not obj:
+        record['problems'] = ['%s: not found in the cluster' % what]
+        return record
+    failing = [c for c in components if c['state'] in FAILING]
+    for component in failing:
+        label = component['name'] if not component['field'] else '%s (%s)' % (component['name'], component['field'])
+        record['problems'].append('%s: %s: %s%s' % (what, label, component['state'],
+                                                    ': ' + component['message'] if component['message'] else ''))
+    if not state:
+        record['problems'].append('%s: no status.state yet: the operator has not reconciled it (is the '
+                                  'network-operator Deployment running?)' % what)
+    elif state == 'ignore':
+        record['problems'].append('%s: ignored by the operator%s' % (what, ': ' + reason if reason else ''))
+    elif state != 'ready' and (reason or not failing):
+        record['problems'].append('%s: %s%s' % (what, state, ': ' + reason if reason else ''))
+    record['ok'] = state == 'ready' and not failing
+    if record['ok']:
+        record['reason'] = None
+    return record
+
+
+def policies_status(expected, found):
+    """One policy_status record per ``expected`` ``{kind, name}``, from the ``found`` objects (k8s_info results)."""
+    by_key = dict(((o.get('kind'), (o.get('metadata') or {}).get('name')), o) for o in found or []
+                  if isinstance(o, dict))
+    return [policy_status(by_key.get((item['kind'], item['name'])), item['kind'], item['name'])
+            for item in expected or []]
+
+
+# ------------------------------------------------------------------ the node label of the default nodeSelectors
+
+def node_label_patches(resources, nodes, label=GROUP_LABEL):
+    """``[{node, value}]``: the nodes whose ``label`` must change for the groups' default nodeSelectors.
+
+    Each host of a group whose NicNodePolicy selects ``{label: group}`` gets ``value`` = the group; a node that
+    carries the label for one of these groups without being one of its hosts gets ``value`` null (label removed), so
+    that the group's policy stops selecting it. Nodes labelled for other groups are left alone.
+    """
+    nodes_by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes or [] if isinstance(n, dict))
+    wanted = {}
+    labelled_groups = set()
+    for resource in resources or []:
+        if not resource.get('label_nodes'):
+            continue
+        labelled_groups.add(resource['group'])
+        for host in resource.get('hosts') or []:
+            node = _node_for(host, nodes_by_name)
+            if node is not None:
+                wanted[node['metadata']['name']] = resource['group']
+    patches = []
+    for name, node in sorted(nodes_by_name.items()):
+        current = ((node.get('metadata') or {}).get('labels') or {}).get(label)
+        if name in wanted:
+            if current != wanted[name]:
+                patches.append({'node': name, 'value': wanted[name], 'was': current})
+        elif current in labelled_groups:
+            patches.append({'node': name, 'value': None, 'was': current})
+    return patches
+
+
+def _selects(selector, node):
+    labels = (node.get('metadata') or {}).get('labels') or {}
+    return all(labels.get(key) == value for key, value in (selector or {}).items())

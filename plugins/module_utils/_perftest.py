@@ -23,6 +23,9 @@ Latency tables: ``t_min t_max t_typical`` (releases before 2016), with ``t_avg t
 from __future__ import annotations
 
 import re
+import zlib
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import roce_gid_index
 
 MIB_PER_SECOND_IN_GBPS = 2 ** 20 * 8 / 1e9
 # Gb/s per unit of the numbers; MB/sec and MiB/sec are the same 2**20 bytes per second.
@@ -451,3 +454,175 @@ def line_rate_result(output, rate_gbps, min_pct, rc=0):
     else:
         record['ok'] = True
     return record
+
+
+# ------------------------------------------------------------------ cross-node pairs
+
+LATENCY_TOOLS = ('ib_write_lat', 'ib_read_lat', 'ib_send_lat')
+
+
+def _natural(name):
+    return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', str(name))]
+
+
+def node_rails(ports, link_layer=None, rails=None, virtual_functions=()):
+    """The rails of one node: ``[port or None]``, rail ``i`` at index ``i``.
+
+    Without ``rails`` a rail is the position of an ACTIVE port of the link layer in the node's ports sorted by device
+    (natural order: mlx5_2 before mlx5_10) and port - the Spiderpool RoCE guide's rail-optimized nodes, one NIC per
+    GPU, cabled the same way on every node. ``rails`` (a fabric's ``validation.rails``) names them instead: one entry
+    per rail, a device name, a list of names (the first one a node has) or ``{device, port}``. The node's SR-IOV
+    virtual functions (``virtual_functions``: their device names) share their PF's cable and are no rail.
+    """
+    active = [p for p in ports or [] if isinstance(p, dict) and p.get('state') == 'ACTIVE'
+              and (not link_layer or p.get('link_layer') == link_layer)
+              and p.get('device') not in virtual_functions]
+    active.sort(key=lambda p: (_natural(p.get('device')), p.get('port') or 0))
+    if not rails:
+        return active
+    found = []
+    for entry in rails:
+        if isinstance(entry, dict):
+            wanted = [(entry.get('device'), int(entry.get('port') or 1))]
+        elif isinstance(entry, (list, tuple)):
+            wanted = [(name, None) for name in entry]
+        else:
+            wanted = [(entry, None)]
+        port = None
+        for device, number in wanted:
+            port = next((p for p in active if p.get('device') == device and number in (None, p.get('port'))), None)
+            if port is not None:
+                break
+        found.append(port)
+    return found
+
+
+def _pair_key(seed, pair):
+    text = '%s|%s|%s|%s|%s' % (seed, pair['group'], pair['rail'], pair['client'], pair['server'])
+    return zlib.crc32(text.encode('utf-8')) & 0xffffffff
+
+
+def _gid(port):
+    return roce_gid_index(port) if port.get('gids') else None
+
+
+def _pair(group, rail, server, server_port, client, client_port, line_rate, max_latency):
+    return {'group': group, 'rail': rail, 'server': server, 'client': client,
+            'device': server_port['device'], 'port': int(server_port.get('port') or 1),
+            'client_device': client_port['device'], 'client_port': int(client_port.get('port') or 1),
+            'server_gid_index': _gid(server_port), 'client_gid_index': _gid(client_port),
+            'link_layer': client_port.get('link_layer'), 'netdev': client_port.get('netdev'),
+            'line_rate_gbps': float(line_rate) if line_rate else (client_port.get('rate_gbps') or None),
+            'max_latency_usec': float(max_latency) if max_latency not in (None, '') else None}
+
+
+def ring_pairs(fabric_groups, ports_by_host, options=None):
+    """Cross-node perftest pairs from the inventory: per GPU group and per rail, a ring over the group's nodes that
+    have the rail (node i's client against node i+1's server, the last against the first; two nodes make one pair).
+
+    ``fabric_groups``: ``rdma_fabrics``' ``groups`` (each fabric with its ``hosts``); ``options.devices``: each host's
+    ``rdma_devices`` (its virtual functions are no rail). A fabric's ``validation`` section may
+    set ``ring: false``, ``rails``, ``pair_sample`` (at most this many pairs per group, the same ones every run),
+    ``max_latency_usec``. ``options``: ``hosts`` (only these nodes), ``sample`` (overrides every group's
+    ``pair_sample``; 0 keeps them), ``seed`` (another seed picks another sample), ``line_rate_gbps`` and
+    ``max_latency_usec`` (override the fabrics'), ``explicit`` (listed pairs ``{server, client, device,
+    client_device, address}``, kept first; a generated pair that repeats one is dropped).
+    Returns ``[{group, rail, server, client, device, port, client_device, client_port, server_gid_index,
+    client_gid_index, link_layer, netdev, line_rate_gbps, max_latency_usec, min_line_rate_pct, address?}]``.
+    """
+    options = dict(options or {})
+    only = set(options.get('hosts') or []) or None
+    pairs = []
+    for item in options.get('explicit') or []:
+        client_ports = ports_by_host.get(item['client']) or []
+        server_ports = ports_by_host.get(item['server']) or []
+        device = item['device']
+        client_device = item.get('client_device') or device
+        server_port = next((p for p in server_ports if p.get('device') == device), {'device': device, 'port': 1})
+        client_port = next((p for p in client_ports if p.get('device') == client_device),
+                           {'device': client_device, 'port': 1})
+        group = next((name for name, fabric in (fabric_groups or {}).items()
+                      if item['client'] in (fabric.get('hosts') or [])), None)
+        validation = ((fabric_groups or {}).get(group) or {}).get('validation') or {}
+        pair = _pair(group, None, item['server'], server_port, item['client'], client_port,
+                     options.get('line_rate_gbps') or ((fabric_groups or {}).get(group) or {}).get('line_rate_gbps'),
+                     options.get('max_latency_usec') if options.get('max_latency_usec') not in (None, '')
+                     else validation.get('max_latency_usec'))
+        if item.get('address'):
+            pair['address'] = item['address']
+        pair['min_line_rate_pct'] = validation.get('min_line_rate_pct')
+        pairs.append(pair)
+    listed = set((p['client'], p['server'], p['device']) for p in pairs)
+    for name, fabric in sorted((fabric_groups or {}).items()):
+        validation = fabric.get('validation') or {}
+        if validation.get('ring') is False:
+            continue
+        hosts = [h for h in fabric.get('hosts') or [] if (only is None or h in only) and h in ports_by_host]
+        node = dict((h, node_rails(ports_by_host.get(h), fabric.get('link_layer'), validation.get('rails'),
+                                   [d.get('device') for d in (options.get('devices') or {}).get(h) or []
+                                    if isinstance(d, dict) and d.get('virtual_function')]))
+                    for h in hosts)
+        group_pairs = []
+        for rail in range(max([len(r) for r in node.values()] or [0])):
+            members = [h for h in hosts if rail < len(node[h]) and node[h][rail] is not None]
+            if len(members) < 2:
+                continue
+            steps = [(members[0], members[1])] if len(members) == 2 else [
+                (members[i], members[(i + 1) % len(members)]) for i in range(len(members))]
+            for client, server in steps:
+                pair = _pair(name, rail, server, node[server][rail], client, node[client][rail],
+                             options.get('line_rate_gbps') or fabric.get('line_rate_gbps'),
+                             options.get('max_latency_usec') if options.get('max_latency_usec') not in (None, '')
+                             else validation.get('max_latency_usec'))
+                pair['min_line_rate_pct'] = validation.get('min_line_rate_pct')
+                if (pair['client'], pair['server'], pair['device']) not in listed:
+                    group_pairs.append(pair)
+        sample = int(options.get('sample') or validation.get('pair_sample') or 0)
+        if sample and len(group_pairs) > sample:
+            chosen = sorted(group_pairs, key=lambda p: _pair_key(options.get('seed') or '', p))[:sample]
+            group_pairs = [p for p in group_pairs if p in chosen]
+        pairs.extend(group_pairs)
+    return pairs
+
+
+def pair_tests(pair, tools=('ib_write_bw',)):
+    """The perftest module's tests of one pair: ``(server side, client side)``."""
+    server, client = [], []
+    for tool in tools:
+        server.append({'device': pair['device'], 'port': pair['port'], 'gid_index': pair.get('server_gid_index'),
+                       'tool': tool})
+        test = {'device': pair['client_device'], 'port': pair['client_port'], 'gid_index': pair.get('client_gid_index'),
+                'tool': tool}
+        if tool in LATENCY_TOOLS:
+            test['max_latency_usec'] = pair.get('max_latency_usec')
+        else:
+            test['line_rate_gbps'] = pair.get('line_rate_gbps')
+        client.append(test)
+    return server, client
+
+
+def fold_latency(records):
+    """Records of one port's tests with each latency test folded into the bandwidth record before it: ``latency_tool``,
+    ``latency_usec`` (typical, else average), ``latency_p99_usec``, ``max_latency_usec``, ``latency_ok``; the record
+    passes when both do."""
+    folded = []
+    for record in records:
+        if record.get('tool') in LATENCY_TOOLS:
+            base = next((r for r in reversed(folded) if r.get('tool') not in LATENCY_TOOLS and
+                         (r.get('device'), r.get('port')) == (record.get('device'), record.get('port'))), None)
+            latency = {'latency_tool': record.get('tool'),
+                       'latency_usec': record.get('t_typical_usec') if record.get('t_typical_usec') is not None
+                       else record.get('t_avg_usec'),
+                       'latency_p99_usec': record.get('p99_usec'),
+                       'max_latency_usec': record.get('max_latency_usec'),
+                       'latency_ok': bool(record.get('ok'))}
+            if base is None:
+                folded.append(dict(record, **latency))
+                continue
+            base.update(latency)
+            if not record.get('ok'):
+                base['ok'] = False
+                base['problem'] = '; '.join(p for p in (base.get('problem'), record.get('problem')) if p)
+            continue
+        folded.append(dict(record))
+    return folded

@@ -15,7 +15,10 @@ anyone scripting against the page) can query:
 - ``table#ports tr[data-host][data-device][data-port][data-verdict]`` with ``td.verdict.<port verdict>``;
 - ``table#validation tr.test[data-host][data-device][data-kind][data-ok]`` with one
   ``div.bar[data-pct][data-threshold]`` (``data-pct`` the share of line rate rounded to 0.1, empty when unknown);
-- ``table#pairs td.pair[data-server][data-client]`` (or ``p#pairs-none``);
+- ``table#pairs td.pair[data-server][data-client][data-ok]`` (or ``p#pairs-none``), one ``span.part`` per test of the
+  pair (several rails), the latency in it when a latency test ran;
+- ``table#nccl tr[data-group][data-transport][data-gdr][data-ok]`` (the NCCL proof per group);
+- ``table#pod-checks tr[data-pod][data-mode][data-ok]`` and ``table#allocatable tr[data-node][data-ok]``;
 - ``table#pending tr[data-action]``;
 - ``table#stages tr[data-host][data-stage][data-status]``.
 
@@ -28,7 +31,9 @@ import re
 from html import escape
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, plain
-from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import gid_cell
+from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import firmware_inventory_rows, gid_cell
+from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
+    allocatable_cells, latency_cell, nccl_cells, pair_matrix, pair_parts, pod_check_cells)
 
 DEFAULT_MIN_LINE_RATE_PCT = 90
 
@@ -79,6 +84,7 @@ ul.problems { margin: 2px 0; padding-left: 18px; }
 
 _SECTIONS = (('pending', 'Pending actions'), ('groups', 'Groups'), ('hosts', 'Hosts'),
              ('problems', 'Hosts that miss expectations'), ('validation', 'Validation'), ('pair-matrix', 'Pair matrix'),
+             ('nccl', 'NCCL'), ('pod-checks', 'In-pod checks'),
              ('ports', 'Ports'), ('stages', 'Stages'), ('firmware', 'Firmware'), ('drivers', 'Drivers'),
              ('runtime', 'Container runtime'), ('kubernetes', 'Kubernetes'))
 
@@ -318,7 +324,7 @@ def _validation(report, threshold):
             test.get('host'), label, test.get('device'), test.get('port'), test.get('netdev'),
             (_e(_fmt(test.get('average_gbps'))), 'num'), _gbps(test.get('line_rate_gbps')),
             (_bar(test, _threshold(test, threshold)), 'bar-cell'),
-            ('-' if pct is None else '%.1f %%' % pct, 'num'), test.get('memlock'),
+            ('-' if pct is None else '%.1f %%' % pct, 'num'), latency_cell(test), test.get('memlock'),
             (_e(_status(test)), 'verdict %s wrap' % ('ok' if ok else 'fail'))),
             ' class="test" data-host="%s" data-device="%s" data-port="%s" data-kind="%s" data-ok="%s"' % (
                 _attr(test.get('host')), _attr(test.get('device')), _attr(test.get('port')), _attr(kind),
@@ -327,18 +333,13 @@ def _validation(report, threshold):
                   'the pass threshold (%s %% unless the test says otherwise).' % _fmt(threshold))]
     return _section('validation', 'Validation', body + _table('validation', (
         'host', 'test', 'device', 'port', 'netdev', 'Gb/s', 'line rate', 'share of line rate', '% of line rate',
-        'memlock', 'status'), rows))
+        'latency', 'memlock', 'status'), rows))
 
 
 def _pair_matrix(report):
-    pairs = [t for t in report.get('validation') or [] if t.get('kind') == 'pair']
-    if not pairs:
+    servers, clients, cells = pair_matrix(report.get('validation'))
+    if not cells:
         return _section('pair-matrix', 'Pair matrix', [_note('no cross-node pairs tested', 'pairs-none')])
-    servers = sorted(set(str(t.get('server')) for t in pairs))
-    clients = sorted(set(str(t.get('host')) for t in pairs))
-    cells = {}
-    for test in pairs:
-        cells.setdefault((str(test.get('server')), str(test.get('host'))), []).append(test)
     rows = []
     for server in servers:
         out = ['<th scope="row">%s</th>' % _e(server)]
@@ -349,22 +350,67 @@ def _pair_matrix(report):
                 out.append('<td class="pair none"%s>-</td>' % attrs)
                 continue
             ok = all(t.get('ok') for t in tests)
-            lines = []
-            for test in tests:
-                pct = _number(test.get('line_rate_pct'))
-                gbps = _fmt(test.get('average_gbps'))
-                lines.append('<span title="%s">%s%s Gb/s, %s</span>' % (
-                    _attr(_status(test)), ('%s: ' % _e(test.get('device'))) if len(tests) > 1 else '',
-                    _e(gbps), '-' if pct is None else '%.1f %%' % pct))
+            parts = pair_parts(tests)
+            # Each part but the first starts with "; ", so that the cell reads as the Markdown report's.
+            lines = ['<span class="part %s" title="%s" data-device="%s">%s%s</span>' % (
+                'ok' if test.get('ok') else 'fail', _attr(_status(test)), _attr(test.get('device')),
+                '; ' if index else '', _e(part)) for index, (test, part) in enumerate(zip(tests, parts))]
             out.append('<td class="pair %s"%s data-ok="%s">%s</td>' % (
                 'ok' if ok else 'fail', attrs, 'true' if ok else 'false', ''.join(lines)))
         rows.append('<tr data-server="%s">%s</tr>' % (_attr(server), ''.join(out)))
     head = '<thead><tr><th>server \\ client</th>%s</tr></thead>' % ''.join(
         '<th scope="col">%s</th>' % _e(client) for client in clients)
     return _section('pair-matrix', 'Pair matrix', [
-        _note('Rows: the host running the perftest server; columns: the client host. Cell: average Gb/s and share '
-              'of the line rate.'),
+        _note('Rows: the host running the perftest server; columns: the client host. Cell: average Gb/s, share '
+              'of the line rate and typical latency, per rail.'),
         '<table id="pairs">', head, '<tbody>'] + rows + ['</tbody>', '</table>'])
+
+
+def _nccl(report):
+    runs = report.get('nccl')
+    if not runs:
+        return []
+    rows = []
+    for run in runs:
+        cells = list(nccl_cells(run))
+        ok = bool(run.get('ok'))
+        cells[-1] = (_e(cells[-1]), 'status %s wrap' % ('ok' if ok else 'failed'))
+        rows.append(_row(cells, ' data-group="%s" data-transport="%s" data-gdr="%s" data-ok="%s"' % (
+            _attr(run.get('group')), _attr(run.get('transport')), _attr(run.get('gdr')), 'true' if ok else 'false')))
+    return _section('nccl', 'NCCL', [_note(
+        'The NCCL job of each group (nccl-tests all_reduce_perf across its nodes, NCCL_DEBUG=INFO): the transport of '
+        'every rank (NET/IB, or a NET/Socket fallback), GPUDirect RDMA, and the bus bandwidth of the largest size as '
+        'a share of the line rate times the NICs a node used.')] + _table('nccl', (
+            'group', 'job state', 'transport', 'RDMA devices', 'GPUDirect RDMA', 'nodes', 'NCCL', 'bus bandwidth',
+            'share of line rate', 'status'), rows))
+
+
+def _pod_checks(report):
+    checks, allocatable = report.get('pod_checks'), report.get('allocatable')
+    if not checks and not allocatable:
+        return []
+    body = []
+    if checks:
+        rows = []
+        for check in checks:
+            cells = list(pod_check_cells(check))
+            ok = bool(check.get('ok'))
+            cells[3:7] = [(_e(value), 'wrap') for value in cells[3:7]]
+            cells[-1] = (_e(cells[-1]), 'status %s wrap' % ('ok' if ok else 'failed'))
+            rows.append(_row(cells, ' data-pod="%s" data-mode="%s" data-ok="%s"' % (
+                _attr(check.get('pod')), _attr(check.get('mode')), 'true' if ok else 'false')))
+        body += _table('pod-checks', ('pod', 'group', 'mode', 'interfaces', 'policy routes', 'RDMA devices',
+                                      'resources', 'status'), rows)
+    if allocatable:
+        rows = []
+        for row in allocatable:
+            cells = list(allocatable_cells(row))
+            cells[-1] = (_e(cells[-1]), 'status %s wrap' % ('ok' if row.get('ok') else 'failed'))
+            rows.append(_row(cells, ' data-node="%s" data-ok="%s"' % (
+                _attr(row.get('node')), 'true' if row.get('ok') else 'false')))
+        body += ['<h3>Hostdev resources</h3>'] + _table('allocatable', (
+            'node', 'group', 'hostdev resource', 'allocatable', 'status'), rows)
+    return _section('pod-checks', 'In-pod checks', body)
 
 
 def _pending(report):
@@ -378,7 +424,10 @@ def _pending(report):
                summary.get('driver_kernel_mismatch_hosts')),
               ('stage_failed', 'stage failed', summary.get('failed_stages')),
               ('cluster_resource', 'RDMA resource not reported by Kubernetes', summary.get('cluster_problem_nodes')),
-              ('bandwidth', 'bandwidth below the line rate threshold', summary.get('validation_failed'))]
+              ('bandwidth', 'bandwidth below the line rate threshold', summary.get('validation_failed')),
+              ('firmware_drift', "firmware other than the group's", summary.get('firmware_drift_hosts')),
+              ('nccl', 'NCCL not on RDMA or below its bus bandwidth', summary.get('nccl_failed')),
+              ('pod_checks', 'in-pod checks failed', summary.get('pod_checks_failed'))]
     rows = [_row((what, _join(hosts)), ' data-action="%s"' % _attr(action)) for action, what, hosts in items if hosts]
     waiting = [(host.get('host'), row) for host in report['hosts'] for row in host.get('stages') or []
                if row.get('pending')]
@@ -434,9 +483,28 @@ def _firmware(report):
                                      _attr(host.get('host')), _attr(device.get('device')), _attr(name))))
     if not rows:
         return _section('firmware', 'Firmware', [_note('No firmware parameter is wanted or pending on the chosen '
-                                                       'devices.')])
+                                                       'devices.')] + _firmware_inventory(report))
     return _section('firmware', 'Firmware', _table('firmware', (
-        'host', 'device', 'PCI address', 'parameter', 'current', 'next boot', 'status'), rows))
+        'host', 'device', 'PCI address', 'parameter', 'current', 'next boot', 'status'), rows)
+        + _firmware_inventory(report))
+
+
+# The state of a card's firmware against its group's expectation, as a status cell class.
+_FIRMWARE_STATE_CLASS = {'drift': 'failed', 'pending': 'pending', 'ok': 'ok', 'unchecked': 'skipped'}
+
+
+def _firmware_inventory(report):
+    rows = firmware_inventory_rows(report)
+    if not rows:
+        return []
+    return ['<h3>Firmware inventory</h3>'] + _table('firmware-inventory', (
+        'host', 'device', 'PCI address', 'part number', 'PSID', 'running', 'on flash', 'expected', 'status'), [
+        _row((row['host'], row['device'], row['pci_address'], row['part_number'], row['psid'], row['running'],
+              row['flash'], row['expected'],
+              (_e(row['status']), 'status %s wrap' % _FIRMWARE_STATE_CLASS.get(row['state'], 'skipped'))),
+             ' data-host="%s" data-device="%s" data-state="%s"' % (
+                 _attr(row['host']), _attr(row['device']), _attr(row['state'])))
+        for row in rows])
 
 
 def _ofed_cell(ofed):
@@ -591,7 +659,8 @@ def render_html(report, min_line_rate_pct=None):
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              '<title>RDMA fleet report</title>', '<style>%s</style>' % _STYLE, '</head>', '<body>']
     body = (_pending(report) + _groups(report) + _hosts(report) + _failing(report) + _validation(report, threshold)
-            + _pair_matrix(report) + _ports(report) + _stages(report) + _firmware(report) + _drivers(report)
+            + _pair_matrix(report) + _nccl(report) + _pod_checks(report)
+            + _ports(report) + _stages(report) + _firmware(report) + _drivers(report)
             + _runtime(report) + _kubernetes(report))
     lines += _header(report) + [_nav(body), '<main>'] + body + ['</main>', '</body>', '</html>']
     return '\n'.join(lines) + '\n'

@@ -64,6 +64,30 @@ options:
     description:
       - Path of iproute2's C(rdma) command. Default is to search E(PATH) and the usual sbin directories.
     type: path
+  management_path:
+    description:
+      - Also find the node's management path in the same module call and return it as
+        RV(ansible_facts.rdma_management_path) - the interfaces that carry the address of the Ansible connection (the
+        server side of E(SSH_CONNECTION)), the default routes, kubelet's C(--node-ip) and O(management_path.addresses),
+        each with the interfaces below it (bond slaves, VLAN parents from sysfs C(lower_*) links), their PCI functions
+        (an SR-IOV VF's PF included) and RDMA devices.
+      - Read with iproute2 (C(ip -json address show), C(ip -json route show default)) and sysfs below O(sysfs_root).
+        The rollout's blast-radius guard holds a firmware reset or RDMA driver restart that would take it down.
+    type: dict
+    suboptions:
+      addresses:
+        description: More addresses by which the node is managed (e.g. its Kubernetes InternalIP).
+        type: list
+        elements: str
+        default: []
+      kubelet_flag_files:
+        description: Files whose C(--node-ip) flag gives kubelet's node address; missing files are skipped.
+        type: list
+        elements: path
+        default: [/var/lib/kubelet/kubeadm-flags.env, /etc/default/kubelet, /etc/sysconfig/kubelet]
+      ip_path:
+        description: Path of iproute2's C(ip) command. Default is to search E(PATH) and the usual sbin directories.
+        type: path
   driver:
     description:
       - Also read the driver stack in the same module call and return it as RV(ansible_facts.rdma_driver), exactly as
@@ -162,6 +186,18 @@ EXAMPLES = r'''
          | selectattr('state', 'equalto', 'ACTIVE')
          | selectattr('link_layer', 'equalto', 'InfiniBand')
          | map(attribute='netdev') | list }}
+
+- name: The RoCE v2 GID of each ACTIVE Ethernet port's IPv4 address (JMESPath; needs jmespath on the controller)
+  ansible.builtin.debug:
+    msg: >-
+      {{ ansible_facts.rdma_ports | community.general.json_query(
+           "[?link_layer=='Ethernet' && state=='ACTIVE'].{port: join(':', [device, to_string(port)]), netdev: netdev,
+             gid: (gids[?type=='RoCE v2' && ipv4] | [0])}") }}
+
+- name: Read the ports and the management path (interfaces of the connection, default routes, kubelet node IP)
+  gpunet.rdma.ibdev2netdev_facts:
+    management_path:
+      addresses: [10.96.83.26]
 
 - name: Read a fixture tree laid out like /sys (lab, tests)
   gpunet.rdma.ibdev2netdev_facts:
@@ -336,6 +372,30 @@ ansible_facts:
           type: list
           elements: int
           sample: [1]
+    rdma_management_path:
+      description:
+        - With O(management_path), the interfaces that carry the node's management addresses and what lies under
+          them. C(interfaces) lists each with C(name), C(sources) (V(connection), V(default_route),
+          V(kubelet_node_ip), V(declared)), C(addresses), C(stack) (the interface and every interface below it),
+          C(pci_functions), C(rdma_devices), C(drivers) and C(over_rdma); C(pci_functions), C(adapters),
+          C(rdma_devices) and C(drivers) are their unions; C(unresolved) lists addresses found on no interface.
+      returned: when O(management_path) is given
+      type: dict
+      sample:
+        interfaces:
+          - name: bond0
+            sources: [connection, default_route]
+            addresses: [10.96.83.26]
+            stack: [bond0, enp59s0f0np0]
+            pci_functions: ["0000:3b:00.0"]
+            rdma_devices: [mlx5_bond_0]
+            drivers: [mlx5_core]
+            over_rdma: true
+        pci_functions: ["0000:3b:00.0"]
+        adapters: ["0000:3b:00"]
+        rdma_devices: [mlx5_bond_0]
+        drivers: [mlx5_core]
+        unresolved: []
     rdma_driver:
       description:
         - With O(driver), the driver stack (kernel, modules, OFED, netns mode, memory peers, distribution and packages),
@@ -349,13 +409,24 @@ import os
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
+    HostReadError,
     find_tool,
     output_summary,
     printable,
+    read_text_or_none,
     run_tool,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._driver_facts import DRIVER_OPTIONS
 from ansible_collections.gpunet.rdma.plugins.module_utils._driver_facts import gather as gather_driver_facts
+from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import (
+    ManagementPathError,
+    SysfsNet,
+    connection_address,
+    kubelet_node_ips,
+    management_path,
+    parse_default_routes,
+    parse_ip_addresses,
+)
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import (
     RdmaParseError,
@@ -457,6 +528,38 @@ def _parse(source, parse, *args):
         raise
 
 
+def read_management_path(module, params, sysfs_root):
+    """ansible_facts.rdma_management_path: the interfaces of the node's management addresses and what is below."""
+    ip = find_tool(module, 'ip', params['ip_path'], 'management_path.ip_path',
+                   hint='Install iproute2 or set management_path.ip_path.')
+    outputs = {}
+    for key, argv in (('addresses', [ip, '-json', 'address', 'show']),
+                      ('inet', [ip, '-json', '-4', 'route', 'show', 'default']),
+                      ('inet6', [ip, '-json', '-6', 'route', 'show', 'default'])):
+        rc, out, err = run_tool(module, argv)
+        if rc != 0:
+            module.fail_json(msg='%s exited with %d: %s. The management path is read with iproute2 4.14 or later '
+                                 '(JSON output).' % (' '.join(argv), rc, output_summary(out, err)), cmd=argv)
+        outputs[key] = out
+    flag_texts = {}
+    for path in params['kubelet_flag_files']:
+        try:
+            text = read_text_or_none(path)
+        except HostReadError as exc:
+            module.fail_json(msg='management_path.kubelet_flag_files: %s' % exc)
+        if text is not None:
+            flag_texts[path] = text
+    try:
+        sources = [('connection', connection_address(os.environ.get('SSH_CONNECTION')))]
+        sources += [('kubelet_node_ip', address) for address in kubelet_node_ips(flag_texts)]
+        sources += [('declared', address) for address in params['addresses']]
+        routes = parse_default_routes(outputs['inet'], 'inet') + parse_default_routes(outputs['inet6'], 'inet6')
+        return management_path(parse_ip_addresses(outputs['addresses']), sources, SysfsNet(sysfs_root), routes)
+    except ManagementPathError as exc:
+        module.fail_json(msg='Cannot read the management path: %s. Check management_path.addresses and the kubelet '
+                             'flag files, or report the iproute2 version.' % exc)
+
+
 def main():
     module = RdmaModule(
         argument_spec=dict(
@@ -467,6 +570,11 @@ def main():
             driver=dict(type='dict', apply_defaults=False, options=dict(
                 (name, dict(spec, default=None) if name == 'sysfs_root' else dict(spec))
                 for name, spec in DRIVER_OPTIONS.items())),
+            management_path=dict(type='dict', apply_defaults=False, options=dict(
+                addresses=dict(type='list', elements='str', default=[]),
+                kubelet_flag_files=dict(type='list', elements='path', default=[
+                    '/var/lib/kubelet/kubeadm-flags.env', '/etc/default/kubelet', '/etc/sysconfig/kubelet']),
+                ip_path=dict(type='path'))),
         ),
         supports_check_mode=True,
     )
@@ -499,6 +607,9 @@ def main():
     facts = dict(rdma_ports=ports, rdma_devices=devices)
     if driver_params is not None:
         facts['rdma_driver'] = gather_driver_facts(module, driver_params, lambda name: 'driver.' + name)
+    if module.params['management_path'] is not None:
+        facts['rdma_management_path'] = read_management_path(module, module.params['management_path'],
+                                                             module.params['sysfs_root'])
     module.exit_json(changed=False, source=source, msg=msg, sysfs_filled=discovery.sysfs_filled, ansible_facts=facts)
 
 

@@ -33,8 +33,9 @@ options:
   pending:
     description:
       - Disruptive steps the stage's changes wait for, each an action name or C({action, allowed, reason}).
-      - Actions are V(firmware_reset), V(driver_restart), V(netns_switch), V(runtime_restart) and V(reboot); C(allowed)
-        says whether this run may take the step (the stage's opt-in variable), a bare name means not allowed.
+      - Actions are V(firmware_reset), V(driver_restart), V(netns_switch), V(runtime_restart), V(sriov_change) and
+        V(reboot); C(allowed) says whether this run may take the step (the stage's opt-in variable), a bare name means
+        not allowed.
     type: list
     elements: raw
     default: []
@@ -64,6 +65,22 @@ options:
   how:
     description: With O(resolve), what to note in each touched stage's C(detail.activated_by).
     type: str
+  hold:
+    description:
+      - Instead of recording a stage, hold these allowed pending actions in every stage (a guard found that taking
+        them now would do harm, e.g. the blast-radius guard of role P(gpunet.rdma.rollout#role)); each stays
+        pending, no longer allowed, its reason followed by the hold's. Mutually exclusive with O(stage) and
+        O(resolve).
+    type: list
+    elements: dict
+    suboptions:
+      action:
+        description: The pending action to hold, one of the actions of O(pending).
+        type: str
+        required: true
+      reason:
+        description: Why it is held (shown in the report).
+        type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -99,6 +116,12 @@ EXAMPLES = r'''
         reason: mlx5_0 LINK_TYPE_P1
     detail: "{{ nic_firmware_result }}"
 
+- name: Hold a firmware reset that would cut the node off (the management path runs over the device)
+  gpunet.rdma.ledger:
+    hold:
+      - action: firmware_reset
+        reason: bond0 carries the SSH connection and runs over mlx5_bond_0
+
 - name: After the node's reboot, everything pending is done
   gpunet.rdma.ledger:
     resolve: [reboot]
@@ -133,7 +156,10 @@ def main():
         stage=dict(type='str'), changed=dict(type='bool', default=False),
         pending=dict(type='list', elements='raw', default=[]), problems=dict(type='list', elements='str', default=[]),
         detail=dict(type='dict', default={}), status=dict(type='str', choices=['ok', 'changed', 'pending', 'failed', 'skipped']),
-        failed=dict(type='bool', default=False), resolve=dict(type='list', elements='str'), how=dict(type='str')),
+        failed=dict(type='bool', default=False), resolve=dict(type='list', elements='str'), how=dict(type='str'),
+        hold=dict(type='list', elements='dict', options=dict(
+            action=dict(type='str', required=True),
+            reason=dict(type='str')))),
         supports_check_mode=True)
     module.fail_json(msg='gpunet.rdma.ledger runs on the controller as an action plugin; it was sent to the host, '
                          'which means the collection is not installed where ansible-playbook runs (check '

@@ -9,13 +9,16 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 ---
 module: perftest
-short_description: Run perftest (ib_write_bw, ib_read_lat, ...) loopback tests on a node and judge them
+short_description: Run perftest (ib_write_bw, ib_read_lat, ...) on a node or between two nodes and judge them
 version_added: 0.1.0
 description:
   - For each entry of O(tests), starts the perftest server on the node, runs the client against it over the loopback
     address (the check of the InfiniBand field report, C(ib_write_bw -d DEV &) then C(ib_write_bw -d DEV 127.0.0.1)),
     collects both outputs and judges them - bandwidth as a share of the port's line rate, latency from its table - with
     the same parser as the fleet report (every perftest layout, unit cross-check, failure explanations).
+  - Between two nodes the module runs one side on each - with O(serve) only the servers (one test after the other,
+    each waiting for its client), with O(server_address) only the clients, against that node; the client side is
+    judged. Run the server side asynchronously (C(async), C(poll) 0) and the client side on the other node.
   - All tests of a node run one after the other in one module call, so that validating a node with eight rails costs one
     round trip, not thirty-two.
   - A client that cannot reach its server yet (C(Couldn't connect)) is retried; a server the client never reached is
@@ -79,6 +82,17 @@ options:
     description: How often the client retries while the server is not listening yet (one second apart).
     type: int
     default: 5
+  server_address:
+    description:
+      - Run only the clients, against the servers on this address (another node running the same O(tests) with
+        O(serve)). Mutually exclusive with O(serve).
+    type: str
+  serve:
+    description:
+      - Run only the servers, one test after the other, each until its client is done or O(timeout) passed. The
+        results carry the servers' outputs and are not judged (the client side is).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -111,6 +125,25 @@ EXAMPLES = r'''
   gpunet.rdma.perftest:
     tests:
       - {device: mlx5_0, port: 1, gid_index: 3, tool: ib_read_lat, max_latency_usec: 5}
+
+- name: Bandwidth and latency between two nodes - the servers, in the background
+  gpunet.rdma.perftest:
+    serve: true
+    tests:
+      - {device: mlx5_0}
+      - {device: mlx5_0, tool: ib_write_lat}
+  async: 130
+  poll: 0
+  delegate_to: gpu-a100-02
+  register: servers
+
+- name: The clients on the other node, judged
+  gpunet.rdma.perftest:
+    server_address: 10.0.0.12
+    tests:
+      - {device: mlx5_0, line_rate_gbps: 200}
+      - {device: mlx5_0, tool: ib_write_lat, max_latency_usec: 5}
+  delegate_to: gpu-a100-01
 '''
 
 RETURN = r'''
@@ -144,7 +177,11 @@ results:
         table (C(t_typical_usec), C(t_avg_usec), C(p99_usec), ...).
       type: dict
     client_argv:
-      description: The client's command line.
+      description: The client's command line (empty with O(serve)).
+      type: list
+      elements: str
+    server_argv:
+      description: The server's command line (empty with O(server_address)).
       type: list
       elements: str
     rc:
@@ -157,7 +194,7 @@ results:
       description: The client's error output.
       type: str
     server_rc:
-      description: The server's exit status (null when it had to be stopped).
+      description: The server's exit status (null when it had to be stopped, or with O(server_address)).
       type: int
     server_stdout:
       description: The server's output.
@@ -212,27 +249,9 @@ def _timeout_argv(module, seconds):
     return [module.get_bin_path('timeout', required=True), '--kill-after=5', str(max(1, int(seconds)))]
 
 
-def run_pair(module, path, args):
-    """Server in the background, client against 127.0.0.1 with retries; returns the outputs of both.
-
-    Both run through module.run_command (LC_ALL=C); the server in a thread, so that the client can start beside it.
-    """
-    deadline = time.time() + module.params['timeout']
-    server = {}
-
-    def serve():
-        try:
-            server['rc'], server['out'], server['err'] = module.run_command(
-                _timeout_argv(module, deadline - time.time()) + [path] + args, environ_update=COMMAND_ENV,
-                encoding=None, handle_exceptions=False)
-        except (IOError, OSError) as exc:
-            server['rc'], server['out'], server['err'] = None, b'', ('cannot start %s: %s' % (path, exc)).encode()
-
-    thread = threading.Thread(target=serve, name='perftest-server')
-    thread.daemon = True
-    thread.start()
-    time.sleep(0.3)  # the server's listening socket, before the first client (a refused client is retried anyway)
-    client_argv = [path] + args + ['127.0.0.1']
+def _run_client(module, path, args, address, deadline, server_alive=lambda: True):
+    """The client against ``address``, retried while the server is not listening yet."""
+    client_argv = [path] + args + [address]
     attempt = 0
     while True:
         attempt += 1
@@ -243,16 +262,60 @@ def run_pair(module, path, args):
             err += '\nclient stopped after the timeout'
             rc = None
             break
-        if "Couldn't connect" not in out + err or attempt > module.params['connect_retries'] or not thread.is_alive():
+        if "Couldn't connect" not in out + err or attempt > module.params['connect_retries'] or not server_alive() \
+                or time.time() >= deadline:
             break
         time.sleep(1)
+    return client_argv, rc, out, err
+
+
+def _run_server(module, path, args, deadline):
+    """The server until its client is done or the deadline: ``(rc or None when stopped, out, err)``."""
+    try:
+        rc, out, err = module.run_command(_timeout_argv(module, deadline - time.time()) + [path] + args,
+                                          environ_update=COMMAND_ENV, encoding=None, handle_exceptions=False)
+    except (IOError, OSError) as exc:
+        return None, '', 'cannot start %s: %s' % (path, exc)
+    if rc in (124, 137):  # stopped by the timeout: it never finished its test
+        rc = None
+    return rc, decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True)
+
+
+def run_pair(module, path, args):
+    """Server in the background, client against 127.0.0.1 with retries; returns the outputs of both.
+
+    Both run through module.run_command (LC_ALL=C); the server in a thread, so that the client can start beside it.
+    """
+    deadline = time.time() + module.params['timeout']
+    server = {}
+
+    def serve():
+        server['rc'], server['out'], server['err'] = _run_server(module, path, args, deadline)
+
+    thread = threading.Thread(target=serve, name='perftest-server')
+    thread.daemon = True
+    thread.start()
+    time.sleep(0.3)  # the server's listening socket, before the first client (a refused client is retried anyway)
+    client_argv, rc, out, err = _run_client(module, path, args, '127.0.0.1', deadline, thread.is_alive)
     thread.join(max(1, deadline - time.time()) + 6)
-    server_rc = server.get('rc')
-    if server_rc in (124, 137):  # stopped by the timeout: it never finished its test
-        server_rc = None
-    return {'client_argv': client_argv, 'rc': rc, 'stdout': out, 'stderr': err, 'server_rc': server_rc,
-            'server_stdout': decode_text(server.get('out') or b'', lenient=True),
-            'server_stderr': decode_text(server.get('err') or b'', lenient=True)}
+    return {'client_argv': client_argv, 'rc': rc, 'stdout': out, 'stderr': err, 'server_rc': server.get('rc'),
+            'server_argv': [path] + args, 'server_stdout': server.get('out', ''),
+            'server_stderr': server.get('err', '')}
+
+
+def run_client_only(module, path, args):
+    """The client of a test whose server runs on another node (``server_address``)."""
+    deadline = time.time() + module.params['timeout']
+    client_argv, rc, out, err = _run_client(module, path, args, module.params['server_address'], deadline)
+    return {'client_argv': client_argv, 'rc': rc, 'stdout': out, 'stderr': err, 'server_rc': None,
+            'server_argv': [], 'server_stdout': '', 'server_stderr': ''}
+
+
+def run_server_only(module, path, args):
+    """The server of a test whose client runs on another node (``serve``)."""
+    rc, out, err = _run_server(module, path, args, time.time() + module.params['timeout'])
+    return {'client_argv': [], 'rc': None, 'stdout': '', 'stderr': '', 'server_rc': rc,
+            'server_argv': [path] + args, 'server_stdout': out, 'server_stderr': err}
 
 
 def judge(module, test, run):
@@ -292,7 +355,10 @@ def main():
             min_line_rate_pct=dict(type='float', default=90),
             timeout=dict(type='int', default=60),
             connect_retries=dict(type='int', default=5),
+            server_address=dict(type='str'),
+            serve=dict(type='bool', default=False),
         ),
+        mutually_exclusive=[('server_address', 'serve')],
         supports_check_mode=True,
     )
     for name, low in (('tcp_port', 1), ('message_size', 1), ('timeout', 1), ('connect_retries', 0)):
@@ -300,6 +366,10 @@ def main():
             module.fail_json(msg='%s must be %d or more, got %d.' % (name, low, module.params[name]))
     if module.params['tcp_port'] > 65535:
         module.fail_json(msg='tcp_port must be a TCP port (1-65535), got %d.' % module.params['tcp_port'])
+    address = module.params['server_address']
+    if address is not None and (not address.strip() or address.startswith('-') or any(c.isspace() for c in address)):
+        module.fail_json(msg='server_address must be a host name or address of the node running the servers (serve: '
+                             'true), got %r.' % address)
     results, failed = [], []
     for test in module.params['tests']:
         if test['port'] < 1:
@@ -307,10 +377,24 @@ def main():
         base = {'device': test['device'], 'port': test['port'], 'tool': test['tool'], 'gid_index': test['gid_index']}
         if module.check_mode:
             results.append(dict(base, ok=True, skipped=True, problem=None, record={}, client_argv=[], rc=None,
-                                stdout='', stderr='', server_rc=None, server_stdout=''))
+                                stdout='', stderr='', server_rc=None, server_argv=[], server_stdout=''))
             continue
         path = tool_path(module, test['tool'])
-        run = run_pair(module, path, arguments(module, test))
+        if module.params['serve']:
+            run = run_server_only(module, path, arguments(module, test))
+            ok = run['server_rc'] == 0
+            problem = None if ok else ('the %s server %s: %s' % (
+                test['tool'], 'was stopped after the timeout (its client never came)' if run['server_rc'] is None
+                else 'failed (exit status %s)' % run['server_rc'],
+                (run['server_stdout'] + run['server_stderr']).strip()[-300:]))
+            results.append(dict(base, ok=ok, skipped=False, problem=problem, record={}, **run))
+            if not ok:
+                failed.append('%s/%d %s' % (test['device'], test['port'], test['tool']))
+            continue
+        if module.params['server_address']:
+            run = run_client_only(module, path, arguments(module, test))
+        else:
+            run = run_pair(module, path, arguments(module, test))
         ok, problem, record = judge(module, test, run)
         results.append(dict(base, ok=ok, skipped=False, problem=problem, record=record, **run))
         if not ok:

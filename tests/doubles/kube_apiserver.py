@@ -28,14 +28,27 @@ through the kubernetes client and kubernetes.core, and answers it as kube-apiser
   a pod's ``log``, resourceVersion incremented on every change, 409 Conflict on a stale resourceVersion, 409
   AlreadyExists, Status bodies shaped as kube-apiserver's.
 
+* OpenAPI v3 (``/openapi/v3`` and one document per group-version, with each kind's operations and the CRDs'
+  schemas), which kubectl and helm read before they write; protobuf request bodies
+  (``application/vnd.kubernetes.protobuf``) of Secrets and ConfigMaps, as helm's release storage sends them (415 for
+  custom resources, as the real server answers).
+
+As a process (``python kube_apiserver.py start DIR [--crd FILE] [--objects FILE] [--operator FILE]``, then ``stop
+DIR``; the molecule scenarios of the cluster roles): HTTPS on a free port of 127.0.0.1, ``DIR/kubeconfig`` written
+once it answers, every request in ``DIR/audit.jsonl`` as kube-apiserver's audit log records it (level Request,
+stage RequestReceived), the ``on_change`` of the operator file standing in for an operator.
+
 Behaviours for error tests: ``tokens`` (anything else is 401 Unauthorized), ``forbid()`` (403 Forbidden for a verb on
 a resource, as RBAC words it), ``answer_text()`` (every request answered with non-JSON text, e.g. a proxy's HTML
 page), ``stop()`` (connections refused), ``tls=True`` (HTTPS with a self-signed certificate). Every request is
-logged in ``requests``; ``on_change`` reacts to stored changes, standing in for an operator.
+logged in ``requests``; ``on_change`` reacts to stored changes, standing in for an operator; ``admission`` holds
+validating admission webhooks a test stands in for (an operator's own), their denials worded as kube-apiserver's;
+``mutating`` holds mutating admission webhooks (Spiderpool's resource injection) applied to creates.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime
 import hashlib
@@ -45,6 +58,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import uuid
@@ -53,7 +67,10 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils import _core_schema, _crd_schema
+if __name__ == '__main__':  # run as a process (serve, stop): the collection from ANSIBLE_COLLECTIONS_PATH
+    sys.path[:0] = [p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(os.pathsep) if p]
+
+from ansible_collections.gpunet.rdma.plugins.module_utils import _core_schema, _crd_schema  # noqa: E402
 
 KUBERNETES_VERSION = '1.33'
 DEFAULT_TOKEN = 'test-double'
@@ -63,7 +80,7 @@ DEFAULT_NAMESPACES = ('default', 'kube-system', 'kube-public', 'kube-node-lease'
 BUILTIN = [
     ('', 'v1', 'namespaces', 'Namespace', False, ('status',)),
     ('', 'v1', 'nodes', 'Node', False, ('status',)),
-    ('', 'v1', 'pods', 'Pod', True, ('status', 'log')),
+    ('', 'v1', 'pods', 'Pod', True, ('status', 'log', 'eviction')),
     ('', 'v1', 'services', 'Service', True, ('status',)),
     ('', 'v1', 'configmaps', 'ConfigMap', True, ()),
     ('', 'v1', 'secrets', 'Secret', True, ()),
@@ -72,6 +89,7 @@ BUILTIN = [
     ('apps', 'v1', 'daemonsets', 'DaemonSet', True, ('status',)),
     ('apps', 'v1', 'deployments', 'Deployment', True, ('status',)),
     ('batch', 'v1', 'jobs', 'Job', True, ('status',)),
+    ('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget', True, ('status',)),
     ('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', False, ('status',)),
 ]
 # Field selectors each resource supports besides metadata.name (and metadata.namespace when namespaced); the API
@@ -87,6 +105,8 @@ FIELD_SELECTORS = {
                'reportingComponent', 'source', 'type'),
     'jobs': ('status.successful',),
 }
+# Built-in kinds whose spec and status are value structs: always present in what the server answers.
+STRUCT_SPEC_STATUS = ('nodes', 'pods', 'namespaces', 'services', 'poddisruptionbudgets')
 # Resources whose DELETE answers with the deleted object instead of a Status (ReturnDeletedObject in the registry).
 RETURN_DELETED_OBJECT = ('pods', 'serviceaccounts')
 PATCH_TYPES = {
@@ -124,6 +144,13 @@ class ApiError(Exception):
 
 def bad_request(message):
     return ApiError(400, 'BadRequest', message)
+
+
+def webhook_denied(webhook, message, code=403, reason='Forbidden'):
+    """A validating admission webhook's denial as kube-apiserver answers it (webhookerrors.ToStatusErr): the
+    webhook's code (controller-runtime's ``Denied`` is 403 Forbidden) and ``admission webhook "<name>" denied the
+    request: <its message>``."""
+    return ApiError(max(code, 400), reason, 'admission webhook "%s" denied the request: %s' % (webhook, message))
 
 
 class Resource(object):
@@ -310,6 +337,25 @@ def fields_match(obj, requirements):
 
 
 # ------------------------------------------------------------------------------------------------ patches
+
+def _selector_matches(selector, labels):
+    """A LabelSelector (``matchLabels``, ``matchExpressions``) against labels; an empty selector matches all."""
+    selector = selector or {}
+    for key, value in (selector.get('matchLabels') or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get('matchExpressions') or []:
+        key, operator, values = expression.get('key'), expression.get('operator'), expression.get('values') or []
+        if operator == 'In' and labels.get(key) not in values:
+            return False
+        if operator == 'NotIn' and key in labels and labels[key] in values:
+            return False
+        if operator == 'Exists' and key not in labels:
+            return False
+        if operator == 'DoesNotExist' and key in labels:
+            return False
+    return True
+
 
 def merge_patch(target, patch):
     """RFC 7386: objects merge recursively, null deletes, everything else (lists too) replaces."""
@@ -599,6 +645,248 @@ def _remove_path(obj, path):
         node.pop(path[-1], None)
 
 
+# ------------------------------------------------------------------------------------------------ protobuf bodies
+
+# Clients built on client-go's typed clientsets (helm's release storage among them) send built-in objects as
+# Kubernetes protobuf: the magic ``k8s\0``, then a runtime.Unknown (typeMeta, raw = the object's message). Field
+# numbers from the generated.proto files of k8s.io/apimachinery (meta/v1, runtime) and k8s.io/api (core/v1).
+PROTOBUF = 'application/vnd.kubernetes.protobuf'
+PROTOBUF_MAGIC = b'k8s\x00'
+PROTO_TIME = {1: ('seconds', 'int'), 2: ('nanos', 'int')}
+PROTO_OBJECT_META = {
+    1: ('name', 'string'), 2: ('generateName', 'string'), 3: ('namespace', 'string'), 4: ('selfLink', 'string'),
+    5: ('uid', 'string'), 6: ('resourceVersion', 'string'), 7: ('generation', 'int'),
+    8: ('creationTimestamp', 'time'), 9: ('deletionTimestamp', 'time'), 10: ('deletionGracePeriodSeconds', 'int'),
+    11: ('labels', ('map', 'string')), 12: ('annotations', ('map', 'string')),
+    13: ('ownerReferences', ('repeated', {5: ('apiVersion', 'string'), 1: ('kind', 'string'), 3: ('name', 'string'),
+                                          4: ('uid', 'string'), 6: ('controller', 'bool'),
+                                          7: ('blockOwnerDeletion', 'bool')})),
+    14: ('finalizers', ('repeated', 'string')),
+    17: ('managedFields', ('repeated', {1: ('manager', 'string'), 2: ('operation', 'string'),
+                                        3: ('apiVersion', 'string'), 4: ('time', 'time'), 6: ('fieldsType', 'string'),
+                                        7: ('fieldsV1', 'fields'), 8: ('subresource', 'string')})),
+}
+# The built-in kinds whose messages the double decodes: (group/version, kind) -> field table.
+PROTO_KINDS = {
+    ('v1', 'Secret'): {1: ('metadata', PROTO_OBJECT_META), 2: ('data', ('map', 'bytes')), 3: ('type', 'string'),
+                       4: ('stringData', ('map', 'string')), 5: ('immutable', 'bool')},
+    ('v1', 'ConfigMap'): {1: ('metadata', PROTO_OBJECT_META), 2: ('data', ('map', 'string')),
+                          3: ('binaryData', ('map', 'bytes')), 4: ('immutable', 'bool')},
+}
+PROTO_UNKNOWN = {1: ('typeMeta', {1: ('apiVersion', 'string'), 2: ('kind', 'string')}), 2: ('raw', 'raw'),
+                 3: ('contentEncoding', 'string'), 4: ('contentType', 'string')}
+
+
+class ProtobufError(Exception):
+    """A protobuf body that does not decode."""
+
+
+def _varint(data, offset):
+    value, shift = 0, 0
+    while True:
+        if offset >= len(data) or shift > 63:
+            raise ProtobufError('truncated varint at byte %d' % offset)
+        byte = data[offset]
+        offset += 1
+        value |= (byte & 0x7f) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, offset
+
+
+def _proto_fields(data):
+    """``[(number, wire type, value)]`` of one message: ints for varints, bytes for the rest."""
+    fields, offset = [], 0
+    while offset < len(data):
+        key, offset = _varint(data, offset)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, offset = _varint(data, offset)
+        elif wire == 2:
+            length, offset = _varint(data, offset)
+            if offset + length > len(data):
+                raise ProtobufError('field %d runs past the end of the message' % number)
+            value, offset = data[offset:offset + length], offset + length
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, offset = data[offset:offset + size], offset + size
+        else:
+            raise ProtobufError('unsupported wire type %d of field %d' % (wire, number))
+        fields.append((number, wire, value))
+    return fields
+
+
+def _proto_scalar(kind, wire, value, name):
+    if kind in ('string', 'bytes', 'raw', 'fields'):
+        if wire != 2:
+            raise ProtobufError('field %s is not length-delimited' % name)
+        if kind == 'string':
+            try:
+                return value.decode('utf-8')
+            except UnicodeDecodeError:
+                raise ProtobufError('field %s is not UTF-8' % name)
+        if kind == 'bytes':
+            return base64.b64encode(value).decode('ascii')
+        if kind == 'fields':
+            raw = dict((n, v) for n, _w, v in _proto_fields(value)).get(1, b'{}')
+            return json.loads(raw.decode('utf-8'))
+        return value
+    if wire != 0:
+        raise ProtobufError('field %s is not a varint' % name)
+    if kind == 'bool':
+        return bool(value)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def proto_message(data, table):
+    """One message as the JSON object the same object serialises to (Go's omitempty: zero values left out)."""
+    obj = {}
+    for number, wire, value in _proto_fields(data):
+        if number not in table:
+            continue  # a field of a newer release: ignored, as an older server's decoder ignores it
+        name, kind = table[number]
+        if isinstance(kind, tuple) and kind[0] == 'map':
+            entry = dict((n, (w, v)) for n, w, v in _proto_fields(value))
+            key = _proto_scalar('string', *entry.get(1, (2, b'')), name=name + ' key')
+            obj.setdefault(name, {})[key] = _proto_scalar(kind[1], *entry.get(2, (2, b'')), name=name)
+        elif isinstance(kind, tuple) and kind[0] == 'repeated':
+            item = proto_message(value, kind[1]) if isinstance(kind[1], dict) else _proto_scalar(kind[1], wire, value,
+                                                                                                 name)
+            obj.setdefault(name, []).append(item)
+        elif isinstance(kind, dict):
+            obj[name] = proto_message(value, kind)
+        elif kind == 'time':
+            seconds = proto_message(value, PROTO_TIME).get('seconds', 0)
+            if seconds:
+                obj[name] = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime(
+                    '%Y-%m-%dT%H:%M:%SZ')
+        else:
+            scalar = _proto_scalar(kind, wire, value, name)
+            if scalar not in ('', 0, False) or kind == 'bool' and name == 'immutable':
+                obj[name] = scalar
+    return obj
+
+
+def decode_protobuf(raw):
+    """A Kubernetes protobuf body -> the JSON object; ProtobufError names what does not decode."""
+    if not raw.startswith(PROTOBUF_MAGIC):
+        raise ProtobufError('provided data does not appear to be a protobuf message, expected prefix %r'
+                            % PROTOBUF_MAGIC)
+    unknown = proto_message(raw[len(PROTOBUF_MAGIC):], PROTO_UNKNOWN)
+    type_meta = unknown.get('typeMeta') or {}
+    table = PROTO_KINDS.get((type_meta.get('apiVersion'), type_meta.get('kind')))
+    if table is None:
+        raise ProtobufError('the double decodes protobuf for %s only, not %s %s' % (
+            ', '.join('%s %s' % key for key in sorted(PROTO_KINDS)), type_meta.get('apiVersion'),
+            type_meta.get('kind')))
+    obj = {'apiVersion': type_meta['apiVersion'], 'kind': type_meta['kind']}
+    obj.update(proto_message(unknown.get('raw', b''), table))
+    obj.setdefault('metadata', {})
+    return obj
+
+
+# ------------------------------------------------------------------------------------------------ OpenAPI v3
+
+# kube-apiserver publishes one OpenAPI v3 document per group-version (GET /openapi/v3 lists them); kubectl and helm
+# read it to learn that the PATCH of a kind takes fieldValidation, then leave validation to the server.
+OPENAPI_PATCH_TYPES = ('application/apply-patch+yaml', 'application/json-patch+json', 'application/merge-patch+json',
+                       'application/strategic-merge-patch+json')
+
+
+def _openapi_gv_path(group, version):
+    return 'apis/%s/%s' % (group, version) if group else 'api/%s' % version
+
+
+def _openapi_schema_name(resource):
+    if resource.custom:
+        return '%s.%s.%s' % ('.'.join(reversed(resource.group.split('.'))), resource.version, resource.kind)
+    if resource.group == 'apiextensions.k8s.io':
+        return 'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.%s.%s' % (resource.version, resource.kind)
+    return 'io.k8s.api.%s.%s.%s' % (resource.group.split('.')[0] or 'core', resource.version, resource.kind)
+
+
+def _openapi_param(name, where, description, required=False):
+    param = {'name': name, 'in': where, 'description': description, 'schema': {'type': 'string', 'uniqueItems': True}}
+    if required:
+        param['required'] = True
+    return param
+
+
+OPENAPI_WRITE_PARAMS = [
+    _openapi_param('dryRun', 'query', 'When present, indicates that modifications should not be persisted.'),
+    _openapi_param('fieldManager', 'query', 'A name associated with the actor or entity that is making these changes.'),
+    _openapi_param('fieldValidation', 'query', 'How the server handles objects in the request containing unknown or '
+                                               'duplicate fields: Ignore, Warn or Strict.'),
+]
+OPENAPI_FORCE = _openapi_param('force', 'query', 'Force is going to "force" Apply requests.')
+
+
+def openapi_v3_document(resources, group, version, kubernetes_version):
+    """The OpenAPI v3 document of one group-version: every path, operation and (for CRDs) schema; None if not served."""
+    served = [r for r in resources if (r.group, r.version) == (group, version)]
+    if not served:
+        return None
+    prefix = '/' + _openapi_gv_path(group, version)
+    paths, schemas = {}, {}
+    for r in served:
+        gvk = {'group': r.group, 'version': r.version, 'kind': r.kind}
+        schema_name = _openapi_schema_name(r)
+        ref = {'$ref': '#/components/schemas/%s' % schema_name}
+        if r.custom:
+            schema = copy.deepcopy((r.crd_version.get('schema') or {}).get('openAPIV3Schema') or {'type': 'object'})
+        else:  # the built-in kinds' schemas are not published by the double
+            schema = {'type': 'object', 'description': '%s (%s).' % (r.kind, r.group_version)}
+        schema['x-kubernetes-group-version-kind'] = [gvk]
+        schemas[schema_name] = schema
+        scope = 'Namespaced' if r.namespaced else ''
+        collection = prefix + ('/namespaces/{namespace}/' if r.namespaced else '/') + r.plural
+        path_params = [_openapi_param('namespace', 'path', 'object name and auth scope', True)] if r.namespaced else []
+        item_params = [_openapi_param('name', 'path', 'name of the %s' % r.kind, True)] + path_params
+        patch_types = [t for t in OPENAPI_PATCH_TYPES if not (r.custom and 'strategic' in t)]
+
+        # the loop's values bound as defaults (a closure per resource); the dicts are never changed
+        def operation(action, verb, params=(), body_types=None, sub='', resource=r, gvk=gvk, ref=ref,  # pylint: disable=dangerous-default-value
+                      scope=scope):
+            op = {'tags': [resource.group_version.replace('/', '_')],
+                  'operationId': '%s%s%s%s' % (verb, scope, resource.kind, sub), 'parameters': list(params),
+                  'responses': {'200': {'description': 'OK', 'content': {'application/json': {'schema': ref}}},
+                                '401': {'description': 'Unauthorized'}},
+                  'x-kubernetes-action': action, 'x-kubernetes-group-version-kind': gvk}
+            if body_types:
+                op['requestBody'] = {'content': dict((t, {'schema': ref}) for t in body_types), 'required': True}
+            return op
+
+        plain = ('application/json', 'application/yaml')
+        paths[collection] = {'get': operation('list', 'list'),
+                             'post': operation('post', 'create', OPENAPI_WRITE_PARAMS, plain),
+                             'delete': operation('deletecollection', 'deleteCollection'), 'parameters': path_params}
+        paths[collection + '/{name}'] = {
+            'get': operation('get', 'read'), 'put': operation('put', 'replace', OPENAPI_WRITE_PARAMS, plain),
+            'patch': operation('patch', 'patch', OPENAPI_WRITE_PARAMS + [OPENAPI_FORCE], patch_types),
+            'delete': operation('delete', 'delete', OPENAPI_WRITE_PARAMS[:1]), 'parameters': item_params}
+        for sub in r.subresources:
+            suffix = sub[0].upper() + sub[1:]
+            if sub == 'eviction':
+                paths[collection + '/{name}/eviction'] = {
+                    'post': operation('post', 'create', OPENAPI_WRITE_PARAMS, plain, sub=suffix),
+                    'parameters': item_params}
+                continue
+            if sub == 'log':
+                paths[collection + '/{name}/log'] = {'get': operation('get', 'read', [
+                    _openapi_param('container', 'query', 'The container for which to stream logs.'),
+                    _openapi_param('tailLines', 'query', 'The number of lines from the end of the logs to show.')],
+                    sub=suffix), 'parameters': item_params}
+            else:
+                paths['%s/{name}/%s' % (collection, sub)] = {
+                    'get': operation('get', 'read', sub=suffix),
+                    'put': operation('put', 'replace', OPENAPI_WRITE_PARAMS, plain, sub=suffix),
+                    'patch': operation('patch', 'patch', OPENAPI_WRITE_PARAMS + [OPENAPI_FORCE], patch_types,
+                                       sub=suffix),
+                    'parameters': item_params}
+    return {'openapi': '3.0.0', 'info': {'title': 'Kubernetes', 'version': 'v%s.0' % kubernetes_version},
+            'paths': paths, 'components': {'schemas': schemas}}
+
+
 # ------------------------------------------------------------------------------------------------ the server
 
 class FakeApiServer(object):
@@ -612,6 +900,13 @@ class FakeApiServer(object):
         self.connections = set()
         self.on_change = on_change
         self.on_request = None
+        # Validating admission webhooks: callables (api, operation, resource, obj, old) raising webhook_denied();
+        # called for CREATE and UPDATE of the object (not its status), dry runs included, after schema validation.
+        self.admission = []
+        # Mutating admission webhooks (a CNI's resource injection): callables (api, operation, resource, obj)
+        # returning the object to store, or None to leave it; called for CREATE, dry runs included, before the
+        # object is decoded and validated, so that what they add is validated like the rest of the request.
+        self.mutating = []
         self.kubernetes_version = kubernetes_version
         self.tokens = {DEFAULT_TOKEN: 'system:admin'}
         self.forbidden = []
@@ -685,6 +980,8 @@ class FakeApiServer(object):
             obj.setdefault('kind', resource.kind)
             metadata.setdefault('uid', str(uuid.uuid4()))
             metadata.setdefault('creationTimestamp', now())
+            if resource.custom or plural in ('deployments', 'daemonsets', 'jobs'):
+                metadata.setdefault('generation', 1)  # as a create sets it
             metadata['resourceVersion'] = self._next_revision()
             if plural == 'namespaces':
                 obj.setdefault('status', {'phase': 'Active'})
@@ -853,12 +1150,16 @@ class FakeApiServer(object):
                 return 200, discovery, []
             resource, namespace, name, sub = self._route(parts)
             self._authorize(user, method, resource, namespace, name, sub, query)
+            if method in ('POST', 'PUT') and (headers.get('Content-Type') or '').split(';')[0].strip() == PROTOBUF:
+                raw = self._protobuf_body(resource, raw)
             if method == 'GET':
                 if name is None:
                     return 200, self._list(resource, namespace, query), []
                 return 200, self._read(resource, namespace, name, sub, query), []
             options = self._write_options(method, query, headers)
             if method == 'POST':
+                if name is not None and sub == 'eviction':
+                    return self._evict(resource, namespace, name, self._body(raw), options)
                 if name is not None:
                     raise ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested '
                                                             'resource')
@@ -904,7 +1205,36 @@ class FakeApiServer(object):
                                                  '"%s" %s' % (subject, user, verb, target, resource.group, where),
                                details)
 
+    def _protobuf_body(self, resource, raw):
+        """A protobuf body as the JSON body it stands for; custom resources take JSON and YAML only (415)."""
+        if resource.custom:
+            raise ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted '
+                                                        'media types include: application/json, application/yaml')
+        try:
+            return json.dumps(decode_protobuf(raw)).encode()
+        except (ProtobufError, ValueError) as exc:
+            raise bad_request('the body of the request could not be decoded as %s: %s' % (PROTOBUF, exc))
+
+    def _openapi_v3(self, rest):
+        """``/openapi/v3``: each group-version's document URL (with its hash); ``/openapi/v3/<gv>``: the document."""
+        resources = self.resources()
+        if not rest:
+            listed = {}
+            for group, version in sorted(set((r.group, r.version) for r in resources)):
+                document = openapi_v3_document(resources, group, version, self.kubernetes_version)
+                digest = hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest().upper()
+                path = _openapi_gv_path(group, version)
+                listed[path] = {'serverRelativeURL': '/openapi/v3/%s?hash=%s' % (path, digest)}
+            return {'paths': listed}
+        if rest[:1] == ['api'] and len(rest) == 2:
+            return openapi_v3_document(resources, '', rest[1], self.kubernetes_version)
+        if rest[:1] == ['apis'] and len(rest) == 3:
+            return openapi_v3_document(resources, rest[1], rest[2], self.kubernetes_version)
+        return None
+
     def _discovery(self, parts):
+        if parts[:2] == ['openapi', 'v3']:
+            return self._openapi_v3(parts[2:])
         if parts == ['version']:
             minor = self.kubernetes_version.split('.')[1]
             return {'major': '1', 'minor': minor, 'gitVersion': 'v%s.0' % self.kubernetes_version,
@@ -931,6 +1261,10 @@ class FakeApiServer(object):
                 listed.append({'name': r.plural, 'singularName': r.kind.lower(), 'namespaced': r.namespaced,
                                'kind': r.kind, 'verbs': verbs})
                 for sub in r.subresources:
+                    if sub == 'eviction':  # as kube-apiserver lists it: create only, kind Eviction of policy/v1
+                        listed.append({'name': 'pods/eviction', 'singularName': '', 'namespaced': True,
+                                       'group': 'policy', 'version': 'v1', 'kind': 'Eviction', 'verbs': ['create']})
+                        continue
                     listed.append({'name': '%s/%s' % (r.plural, sub), 'singularName': '', 'namespaced': r.namespaced,
                                    'kind': r.kind, 'verbs': ['get'] if sub == 'log' else ['get', 'patch', 'update']})
             return {'kind': 'APIResourceList', 'apiVersion': 'v1',
@@ -978,6 +1312,10 @@ class FakeApiServer(object):
     def _present(self, resource, obj):
         shown = copy.deepcopy(obj)
         shown['apiVersion'] = resource.group_version
+        if resource.plural in STRUCT_SPEC_STATUS:
+            # Go structs, not pointers, in the core types: kube-apiserver always writes them, empty as {}.
+            shown.setdefault('spec', {})
+            shown.setdefault('status', {})
         if resource.custom:
             shown = _crd_schema.apply_defaults(shown, self._crd_schema(resource))
         return shown
@@ -1203,6 +1541,10 @@ class FakeApiServer(object):
 
     def _create(self, resource, namespace, body, options, warnings=()):
         self._check_identity(resource, body, namespace)
+        for webhook in self.mutating:
+            mutated = webhook(self, 'CREATE', resource, copy.deepcopy(body))
+            if mutated is not None:
+                body = mutated
         metadata = body['metadata']
         if not metadata.get('name') and isinstance(metadata.get('generateName'), str):
             metadata['name'] = metadata['generateName'] + uuid.uuid4().hex[:5]
@@ -1214,6 +1556,7 @@ class FakeApiServer(object):
         obj, decode_warnings = self._decode(resource, body, options)
         self._prepare_create(resource, obj)
         obj = self._finish(resource, obj)
+        self._admit('CREATE', resource, obj, None)
         if self.store.get(self._key(resource, namespace, obj['metadata']['name'])) is not None:
             details = {'name': obj['metadata']['name'], 'kind': resource.plural}
             if resource.group:
@@ -1246,7 +1589,13 @@ class FakeApiServer(object):
             else:
                 new.pop('status', None)
         new = self._finish(resource, new, old)
+        if sub != 'status':
+            self._admit('UPDATE', resource, new, old)
         return 200, self._present(resource, self._commit(resource, new, options, old)), warnings
+
+    def _admit(self, operation, resource, obj, old):
+        for webhook in self.admission:
+            webhook(self, operation, resource, copy.deepcopy(obj), copy.deepcopy(old))
 
     def _replace(self, resource, namespace, name, sub, body, options):
         if sub == 'log':
@@ -1340,6 +1689,59 @@ class FakeApiServer(object):
             self.applied[(key, manager)] = applied
         return result
 
+    def _evict(self, resource, namespace, name, body, options):
+        """POST pods/NAME/eviction, as kube-apiserver's eviction REST (pkg/registry/core/pod/storage/eviction.go).
+
+        The PodDisruptionBudgets of the namespace whose selector matches the pod decide: more than one is a 500;
+        ``disruptionsAllowed`` is what the disruption controller would compute now (healthy pods - pods the budget
+        needs, from ``minAvailable`` or ``maxUnavailable``, counts or percentages); at 0 the answer is 429
+        TooManyRequests with a DisruptionBudget cause, else the pod is deleted (201 Success). A finished pod
+        (Succeeded, Failed) is deleted without asking.
+        """
+        pod = self._stored(resource, namespace, name)
+        if not isinstance(body, dict) or body.get('kind') not in (None, 'Eviction') \
+                or (body.get('metadata') or {}).get('name', name) != name:
+            raise bad_request('name in URL does not match name in Eviction object')
+        if (pod.get('status') or {}).get('phase') not in ('Succeeded', 'Failed'):
+            labels = (pod.get('metadata') or {}).get('labels') or {}
+            budgets = [pdb for key, pdb in sorted(self.store.items())
+                       if key[:3] == ('policy', 'poddisruptionbudgets', namespace)
+                       and _selector_matches((pdb.get('spec') or {}).get('selector'), labels)]
+            if len(budgets) > 1:
+                raise ApiError(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the '
+                                                     'eviction subresource does not support.')
+            if budgets:
+                allowed, healthy, needed = self._disruptions_allowed(namespace, budgets[0])
+                if allowed < 1:
+                    budget = budgets[0]['metadata']['name']
+                    raise ApiError(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's "
+                                   'disruption budget.',
+                                   {'causes': [{'reason': 'DisruptionBudget', 'message': (
+                                       'The disruption budget %s needs %d healthy pods and has %d currently'
+                                       % (budget, needed, healthy))}]})
+        if not options['dry_run']:
+            del self.store[self._key(resource, namespace, name)]
+            self.revision += 1
+        return 201, {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Success', 'code': 201}, []
+
+    def _disruptions_allowed(self, namespace, pdb):
+        spec = pdb.get('spec') or {}
+        pods = [pod for key, pod in self.store.items() if key[:3] == ('', 'pods', namespace)
+                and _selector_matches(spec.get('selector'), (pod.get('metadata') or {}).get('labels') or {})]
+        healthy = len([pod for pod in pods if (pod.get('status') or {}).get('phase') == 'Running'
+                       and any(c.get('type') == 'Ready' and c.get('status') == 'True'
+                               for c in (pod.get('status') or {}).get('conditions') or [])])
+
+        def count(value):
+            if isinstance(value, str) and value.endswith('%'):
+                return -(-int(value[:-1]) * len(pods) // 100)  # rounded up, as the controller does
+            return int(value)
+        if 'minAvailable' in spec:
+            needed = count(spec['minAvailable'])
+        else:
+            needed = len(pods) - count(spec.get('maxUnavailable', 0))
+        return healthy - needed, healthy, needed
+
     def _delete(self, resource, namespace, name, options):
         obj = self._stored(resource, namespace, name)
         key = self._key(resource, namespace, name)
@@ -1374,3 +1776,157 @@ def _json_type(value):
 def _expected(value):
     names = [v for v in (value if isinstance(value, list) else [value]) if v != 'null']
     return '/'.join(str(v) for v in names)
+
+
+# ------------------------------------------------------------------------------------------------ as a process
+
+AUDIT_VERBS = {'POST': 'create', 'PUT': 'update', 'PATCH': 'patch', 'DELETE': 'delete'}
+
+
+def audit_event(api, method, path):
+    """The request as kube-apiserver's audit log records it at level Request, stage RequestReceived."""
+    details = api.requests[-1][2]
+    url = urlparse(path)
+    parts = [unquote(p) for p in url.path.split('/') if p]
+    verb = AUDIT_VERBS.get(method, 'get')
+    event = {'kind': 'Event', 'apiVersion': 'audit.k8s.io/v1', 'level': 'Request', 'auditID': str(uuid.uuid4()),
+             'stage': 'RequestReceived', 'requestURI': path, 'verb': verb, 'stageTimestamp': now()}
+    try:
+        resource, namespace, name, sub = api._route(parts)  # pylint: disable=protected-access
+    except ApiError:
+        return event  # discovery and other non-resource URLs
+    if method == 'GET':
+        event['verb'] = 'get' if name else ('watch' if 'watch=' in (url.query or '') else 'list')
+    elif method == 'DELETE' and name is None:
+        event['verb'] = 'deletecollection'
+    ref = {'resource': resource.plural, 'apiGroup': resource.group, 'apiVersion': resource.version}
+    for key, value in (('namespace', namespace), ('name', name), ('subresource', sub)):
+        if value:
+            ref[key] = value
+    event['objectRef'] = ref
+    content_type = (details.get('content_type') or '').split(';')[0].strip()
+    if details.get('body') is not None and content_type != PROTOBUF:
+        event['requestObject'] = details['body']
+    return event
+
+
+def serve(directory, crds, objects, operator):
+    """Serve until SIGTERM; the kubeconfig in ``directory`` is written last, when the server answers."""
+    import runpy
+    import signal
+    on_change = runpy.run_path(operator)['on_change'] if operator else None
+    api = FakeApiServer(on_change=on_change, tls=True)
+    for path in crds:
+        with open(path) as handle:
+            for document in yaml.safe_load_all(handle):
+                if document:
+                    api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', document)
+    for path in objects:
+        with open(path) as handle:
+            documents = [d for d in yaml.safe_load_all(handle) if d]
+            # a kind: List (as kubectl reads and writes it) holds its objects in items
+            documents = [item for d in documents for item in (d.get('items') or [] if d.get('kind') == 'List' else [d])]
+            for document in documents:
+                if document:
+                    plural = [r.plural for r in api.resources()
+                              if (r.group_version, r.kind) == (document['apiVersion'], document['kind'])]
+                    api.add(document['apiVersion'], plural[0], document)
+    with open(os.path.join(directory, 'audit.jsonl'), 'w') as audit:  # a new server: its state and log start empty
+
+        def log_request(server, method, path):
+            audit.write(json.dumps(audit_event(server, method, path)) + '\n')
+            audit.flush()
+
+        api.on_request = log_request
+        api.start()
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_args: stopping.set())
+        with open(os.path.join(directory, 'pid'), 'w') as handle:
+            handle.write('%d\n' % os.getpid())
+        api.kubeconfig(os.path.join(directory, 'kubeconfig.tmp'))
+        os.rename(os.path.join(directory, 'kubeconfig.tmp'), os.path.join(directory, 'kubeconfig'))
+        sys.stdout.write('serving %s\n' % api.url)
+        sys.stdout.flush()
+        while not stopping.wait(0.2):
+            pass
+        api.stop()
+    for error in api.errors:
+        sys.stdout.write('the double failed on a request: %r\n' % error)
+    for name in ('pid', 'kubeconfig'):
+        os.unlink(os.path.join(directory, name))
+    return 1 if api.errors else 0
+
+
+def start(directory, crds, objects, operator, timeout=60):
+    """Start ``serve`` as a detached process and return once its kubeconfig is written (or it failed)."""
+    import time
+    os.makedirs(directory, exist_ok=True)
+    if os.path.exists(os.path.join(directory, 'pid')):
+        stop(directory)
+    argv = [sys.executable, os.path.abspath(__file__), 'serve', directory]
+    argv += sum([['--crd', p] for p in crds], []) + sum([['--objects', p] for p in objects], [])
+    argv += ['--operator', operator] if operator else []
+    with open(os.path.join(directory, 'kube-apiserver.log'), 'a') as log:
+        # the server outlives this call: no context manager that would wait for it
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,  # pylint: disable=consider-using-with
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(os.path.join(directory, 'kubeconfig')):
+            return 0
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    with open(os.path.join(directory, 'kube-apiserver.log')) as log:
+        sys.stderr.write('the kube-apiserver double did not start:\n%s' % log.read()[-4000:])
+    if process.poll() is None:
+        process.terminate()
+    return 1
+
+
+def stop(directory, timeout=30):
+    """Stop the process ``start`` started in ``directory``; nothing to do when none runs."""
+    import signal
+    import time
+    try:
+        with open(os.path.join(directory, 'pid')) as handle:
+            pid = int(handle.read())
+    except (OSError, ValueError):
+        return 0
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        os.unlink(os.path.join(directory, 'pid'))
+        return 0
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return 0
+        time.sleep(0.1)
+    return 1
+
+
+def main(argv):
+    import argparse
+    parser = argparse.ArgumentParser(description='The kube-apiserver test double as a process (HTTPS on 127.0.0.1): '
+                                                 'start writes DIR/kubeconfig once it answers, DIR/audit.jsonl '
+                                                 'logs every request; stop ends it.')
+    parser.add_argument('command', choices=['start', 'serve', 'stop'])
+    parser.add_argument('directory')
+    parser.add_argument('--crd', action='append', default=[], help='CustomResourceDefinition file to install')
+    parser.add_argument('--objects', action='append', default=[], help='YAML file of objects to store at start')
+    parser.add_argument('--operator', help='Python file whose on_change(api, group_version, plural, obj) stands in '
+                                           'for an operator')
+    args = parser.parse_args(argv)
+    directory = os.path.abspath(args.directory)
+    if args.command == 'stop':
+        return stop(directory)
+    if args.command == 'start':
+        return start(directory, args.crd, args.objects, args.operator)
+    return serve(directory, args.crd, args.objects, args.operator)
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -50,22 +50,70 @@ def test_none_sets_next_boot_and_leaves_it_pending():
     assert calls(host, 'mlxfwreset') == [] and calls(host, 'reboot') == []
 
 
+def firmware_of(host, pci):
+    return json.loads(host.file('%s/firmware/%s.json' % (LAB, pci)).content_string)['fw']
+
+
+def burns(host):
+    return [call for call in calls(host, 'mlxfwmanager') if '-u' in call]
+
+
+def test_none_burns_the_image_once_and_leaves_it_pending():
+    host = node('fw-none')
+    image = '/opt/gpunet-lab/fw-ConnectX6-rel-20_35_1012-MCX653105A-HDA_Ax.bin'
+    assert burns(host) == [['-d', '0000:0c:00.0', '-i', image, '-u', '-f', '-y'],
+                           ['-d', '0000:8d:00.0', '-i', image, '-u', '-f', '-y']]
+    for pci in ('0000:0c:00.0', '0000:8d:00.0'):
+        firmware = firmware_of(host, pci)
+        assert (firmware['flash'], firmware['running']) == ('20.35.1012', '20.31.1014')
+    # the kernel shows the firmware that runs
+    assert host.file('%s/sys/class/infiniband/mlx5_0/fw_ver' % LAB).content_string == '20.31.1014\n'
+
+
 def test_none_is_reported_pending():
     firmware = report_firmware('fw-none')
     assert firmware['reboot_required'] is True
-    assert firmware['pending'] == ['mlx5_0 LINK_TYPE_P1']
+    assert firmware['pending'] == ['mlx5_0 LINK_TYPE_P1', 'mlx5_0 firmware 20.35.1012', 'mlx5_1 firmware 20.35.1012']
+    states = [(card['device'], card['state']) for card in firmware['inventory']]
+    assert states == [('mlx5_0', 'pending'), ('mlx5_1', 'pending')]
     mlx5_0 = [d for d in firmware['devices'] if d['device'] == 'mlx5_0'][0]
     assert mlx5_0['values'] == {'LINK_TYPE_P1': {'current': 'ETH(2)', 'next_boot': 'IB(1)'}}
 
 
-def test_mlxfwreset_activates_the_change_once():
+def test_mlxfwreset_activates_the_change_and_the_image_once():
     host = node('fw-reset')
     link_type = state(host, '0000:0c:00.0')['LINK_TYPE_P1']
     assert link_type['current'] == link_type['next'] == LINK_TYPE_IB
-    assert calls(host, 'mlxfwreset') == [['-d', '0000:0c:00.0', '-l', '3', '-y', 'r']]
-    assert len(sets(host)) == 1
+    # mlx5_0 for its parameter and its image, mlx5_1 for its image: one reset each
+    assert calls(host, 'mlxfwreset') == [['-d', '0000:0c:00.0', '-l', '3', '-y', 'r'],
+                                         ['-d', '0000:8d:00.0', '-l', '3', '-y', 'r']]
+    assert len(sets(host)) == 1 and len(burns(host)) == 2
     assert calls(host, 'reboot') == []
-    assert report_firmware('fw-reset')['reboot_required'] is False
+    for pci in ('0000:0c:00.0', '0000:8d:00.0'):
+        assert firmware_of(host, pci)['running'] == '20.35.1012'
+    assert host.file('%s/sys/class/infiniband/mlx5_1/fw_ver' % LAB).content_string == '20.35.1012\n'
+    firmware = report_firmware('fw-reset')
+    assert firmware['reboot_required'] is False
+    assert [(card['device'], card['running_version'], card['state']) for card in firmware['inventory']] == [
+        ('mlx5_0', '20.35.1012', 'ok'), ('mlx5_1', '20.35.1012', 'ok')]
+
+
+def test_nodes_without_the_image_are_reported_as_drift():
+    with open(REPORT) as handle:
+        report = json.load(handle)
+    assert report['summary']['firmware_drift_hosts'] == ['fw-fallback', 'fw-reboot']
+    reboot = [h for h in report['hosts'] if h['host'] == 'fw-reboot'][0]
+    card = reboot['firmware']['inventory'][0]
+    assert (card['device'], card['part_number'], card['psid'], card['running_version'], card['state']) == (
+        'mlx5_0', 'MCX653105A-HDA_Ax', 'MT_0000000223', '20.31.1014', 'drift')
+    stage = [row for row in reboot['stages'] if row['stage'] == 'firmware'][0]
+    assert 'mlx5_0: firmware 20.31.1014, the group expects 20.35.1012' in stage['problems']
+    with open(REPORT.replace('.json', '.md')) as handle:
+        text = handle.read()
+    assert "Pending: firmware other than the group's on fw-fallback, fw-reboot." in text
+    assert ('| fw-reboot | mlx5_0 | 0000:0c:00.0 | MCX653105A-HDA_Ax | MT_0000000223 | 20.31.1014 | 20.31.1014 | '
+            '20.35.1012, PSID MT_0000000223 | drift: firmware 20.31.1014, the group expects 20.35.1012 |') in text
+    assert burns(node('fw-reboot')) == [] and burns(node('fw-fallback')) == []
 
 
 def test_mst_start_created_the_mst_devices():

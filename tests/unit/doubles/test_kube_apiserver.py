@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import kubernetes
@@ -369,6 +370,60 @@ def test_status_subresource(api):
     assert code == 200 and body['status'] == {'state': 'ready'} and body['spec']['nvIpam']['image'] == 'i'
 
 
+def test_mutating_admission_webhooks(api):
+    """A mutating webhook the test registers (Spiderpool's resource injection) changes a create before it is
+    validated and stored; what it adds is validated like the rest (an unknown field it adds is refused)."""
+    def inject(server, operation, resource, obj):
+        if resource.plural != 'pods' or not obj['metadata'].get('annotations', {}).get('inject'):
+            return None
+        obj['spec']['containers'][0]['resources'] = {'limits': {'spidernet.io/shared_cx5_gpu1': '1'}}
+        if obj['metadata']['annotations']['inject'] == 'bad':
+            obj['spec']['containers'][0]['ulimits'] = {'memlock': -1}
+        return obj
+    api.mutating.append(inject)
+    plain = pod('plain')
+    marked = dict(pod('marked'), metadata=dict(pod('marked')['metadata'], annotations={'inject': 'yes'}))
+    core(api).create_namespaced_pod('default', plain)
+    core(api).create_namespaced_pod('default', marked)
+    assert 'resources' not in api.get('v1', 'pods', 'plain', 'default')['spec']['containers'][0]
+    assert api.get('v1', 'pods', 'marked', 'default')['spec']['containers'][0]['resources'] == {
+        'limits': {'spidernet.io/shared_cx5_gpu1': '1'}}
+    bad = dict(pod('bad'), metadata=dict(pod('bad')['metadata'], annotations={'inject': 'bad'}))
+    code, body = error(core(api).create_namespaced_pod, 'default', bad, field_validation='Strict')
+    assert code == 400 and 'ulimits' in body['message']
+
+
+def test_validating_admission_webhooks(api):
+    """A webhook the test registers sees creates and updates (dry runs too) after schema validation, never status
+    writes; its denial is answered as kube-apiserver words it, nothing is stored."""
+    seen = []
+
+    def no_nv_ipam(server, operation, resource, obj, old):
+        seen.append((operation, resource.kind, (old or {}).get('spec', {}).get('tolerations')))
+        if resource.plural == PLURAL and 'nvIpam' in obj['spec']:
+            raise kube_apiserver.webhook_denied('vnicclusterpolicy.kb.io', 'nvIpam is not allowed here')
+    api.admission.append(no_nv_ipam)
+    objects = custom(api)
+    objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy(tolerations=[]))
+    code, body = error(objects.patch_cluster_custom_object, GROUP, VERSION, PLURAL, 'nic-cluster-policy',
+                       {'spec': {'nvIpam': {'image': 'i'}}})
+    assert code == 403 and body['reason'] == 'Forbidden' and body['message'] == (
+        'admission webhook "vnicclusterpolicy.kb.io" denied the request: nvIpam is not allowed here')
+    assert 'nvIpam' not in api.get('%s/%s' % (GROUP, VERSION), PLURAL, 'nic-cluster-policy')['spec']
+    code, body = error(objects.patch_cluster_custom_object, GROUP, VERSION, PLURAL, 'nic-cluster-policy',
+                       {'spec': {'nvIpam': {'image': 'i'}}}, dry_run='All')
+    assert code == 403
+    # Schema validation comes first: an invalid object never reaches the webhook.
+    code, body = error(objects.patch_cluster_custom_object, GROUP, VERSION, PLURAL, 'nic-cluster-policy',
+                       {'spec': {'tolerations': 'all'}})
+    assert code == 422
+    path = '/apis/%s/%s/%s/nic-cluster-policy/status' % (GROUP, VERSION, PLURAL)
+    code, _h, _body = raw(api, 'PATCH', path, {'status': {'state': 'ready'}}, 'application/merge-patch+json')
+    assert code == 200
+    assert seen == [('CREATE', 'NicClusterPolicy', None), ('UPDATE', 'NicClusterPolicy', []),
+                    ('UPDATE', 'NicClusterPolicy', [])]
+
+
 def test_resource_versions_and_conflicts(api):
     objects = custom(api)
     created = objects.create_cluster_custom_object(GROUP, VERSION, PLURAL, policy(tolerations=[]))
@@ -454,3 +509,139 @@ def test_kubernetes_core_client_against_the_double(api):
     assert got['spec']['tolerations'] == [{'key': 'a', 'operator': 'Exists'}]
     nodes = k8s.resource('Node', 'v1')
     assert k8s.get(nodes).to_dict()['items'] == []
+
+
+# ------------------------------------------------------------------ OpenAPI v3, protobuf bodies, as a process (helm)
+
+def test_openapi_v3_publishes_each_group_version_with_the_patch_parameters(api):
+    """kubectl and helm look for fieldValidation among the PATCH parameters of the kind before they write it."""
+    code, _headers, index = raw(api, 'GET', '/openapi/v3')
+    assert code == 200 and {'api/v1', 'apis/apps/v1', 'apis/mellanox.com/v1alpha1'} <= set(index['paths'])
+    url = index['paths']['apis/mellanox.com/v1alpha1']['serverRelativeURL']
+    assert url.startswith('/openapi/v3/apis/mellanox.com/v1alpha1?hash=')
+    code, _headers, document = raw(api, 'GET', url)
+    assert code == 200 and document['openapi'] == '3.0.0'
+    patch = document['paths']['/apis/mellanox.com/v1alpha1/nicclusterpolicies/{name}']['patch']
+    assert patch['x-kubernetes-group-version-kind'] == {'group': 'mellanox.com', 'version': 'v1alpha1',
+                                                        'kind': 'NicClusterPolicy'}
+    assert {'name': 'fieldValidation', 'in': 'query'}.items() <= [
+        p for p in patch['parameters'] if p['name'] == 'fieldValidation'][0].items()
+    # custom resources take no strategic merge patch, as the server answers 415 to one
+    assert 'application/strategic-merge-patch+json' not in patch['requestBody']['content']
+    schema = document['components']['schemas']['com.mellanox.v1alpha1.NicClusterPolicy']
+    assert 'tolerations' in schema['properties']['spec']['properties']
+    _code, _headers, core_document = raw(api, 'GET', index['paths']['api/v1']['serverRelativeURL'])
+    secret = core_document['paths']['/api/v1/namespaces/{namespace}/secrets/{name}']
+    assert 'application/strategic-merge-patch+json' in secret['patch']['requestBody']['content']
+    assert [p['name'] for p in secret['parameters']] == ['name', 'namespace']
+    assert raw(api, 'GET', '/openapi/v3/apis/example.com/v1')[0] == 404
+
+
+def _varint(value):
+    out = b''
+    while True:
+        byte, value = value & 0x7f, value >> 7
+        out += bytes([byte | (0x80 if value else 0)])
+        if not value:
+            return out
+
+
+def _bytes_field(number, data):
+    data = data.encode() if isinstance(data, str) else data
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _map_entry(number, key, value):
+    return _bytes_field(number, _bytes_field(1, key) + _bytes_field(2, value))
+
+
+def _protobuf_secret(name, namespace='default'):
+    """A Secret as client-go's protobuf serializer writes it (empty strings sent, as gogo-protobuf does)."""
+    meta = (_bytes_field(1, name) + _bytes_field(2, '') + _bytes_field(3, namespace) + _bytes_field(4, '') +
+            _bytes_field(5, '') + _bytes_field(6, '') + _varint(7 << 3) + _varint(0) + _bytes_field(8, b'') +
+            _map_entry(11, 'owner', 'helm') + _map_entry(11, 'name', 'rel'))
+    secret = (_bytes_field(1, meta) + _map_entry(2, 'release', b'\x00\xffbinary') + _bytes_field(3, 'helm.sh/release.v1'))
+    unknown = _bytes_field(1, _bytes_field(1, 'v1') + _bytes_field(2, 'Secret')) + _bytes_field(2, secret)
+    return kube_apiserver.PROTOBUF_MAGIC + unknown + _bytes_field(3, '') + _bytes_field(4, '')
+
+
+def test_protobuf_bodies_of_built_in_kinds_are_stored_as_json_would_be(api):
+    code, _headers, body = raw(api, 'POST', '/api/v1/namespaces/default/secrets', _protobuf_secret('s1'),
+                               content_type=kube_apiserver.PROTOBUF)
+    assert code == 201, body
+    stored = core(api).read_namespaced_secret('s1', 'default')
+    assert stored.metadata.labels == {'owner': 'helm', 'name': 'rel'}
+    assert stored.type == 'helm.sh/release.v1'
+    assert stored.data == {'release': 'AP9iaW5hcnk='}  # base64 of the bytes
+    assert stored.metadata.generate_name is None and stored.metadata.uid  # empty strings left out, uid the server's
+    code, _headers, body = raw(api, 'PUT', '/api/v1/namespaces/default/secrets/s1', _protobuf_secret('s1'),
+                               content_type=kube_apiserver.PROTOBUF)
+    assert code == 200, body
+
+
+def test_protobuf_is_refused_for_custom_resources_and_garbage(api):
+    code, _headers, body = raw(api, 'POST', '/apis/mellanox.com/v1alpha1/nicclusterpolicies', _protobuf_secret('p'),
+                               content_type=kube_apiserver.PROTOBUF)
+    assert code == 415 and body['reason'] == 'UnsupportedMediaType'
+    code, _headers, body = raw(api, 'POST', '/api/v1/namespaces/default/secrets', b'{"not": "protobuf"}',
+                               content_type=kube_apiserver.PROTOBUF)
+    assert code == 400 and 'expected prefix' in body['message']
+    code, _headers, body = raw(api, 'POST', '/api/v1/namespaces/default/secrets',
+                               kube_apiserver.PROTOBUF_MAGIC + _bytes_field(1, b'\x0a\x05v'),
+                               content_type=kube_apiserver.PROTOBUF)
+    assert code == 400 and 'runs past the end' in body['message']
+
+
+OPERATOR = '''
+def on_change(api, group_version, plural, obj):
+    if plural == 'configmaps':
+        obj.setdefault('metadata', {}).setdefault('labels', {})['seen-by'] = 'operator'
+        api.add(group_version, plural, obj)
+'''
+
+
+def test_the_double_as_a_process_with_an_operator_and_an_audit_log(tmp_path, upstream_crds):
+    objects = tmp_path / 'objects.yml'
+    objects.write_text(yaml.safe_dump_all([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n1'}}]))
+    operator = tmp_path / 'operator.py'
+    operator.write_text(OPERATOR)
+    state = tmp_path / 'state'
+    script = os.path.join(REPO, 'tests', 'doubles', 'kube_apiserver.py')
+    crd = os.path.join(upstream_crds, 'network-operator-v26.4.1', 'mellanox.com_nicclusterpolicies.yaml')
+    # the collection as conftest.py put it on sys.path
+    collections = [p for p in sys.path if os.path.isdir(os.path.join(p, 'ansible_collections', 'gpunet', 'rdma'))][0]
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections)
+    started = subprocess.run([sys.executable, script, 'start', str(state), '--crd', crd, '--objects', str(objects),
+                              '--operator', str(operator)], capture_output=True, text=True, env=env, check=False)
+    assert started.returncode == 0, started.stderr
+    try:
+        client_ = kubernetes.config.new_client_from_config(str(state / 'kubeconfig'))
+        v1 = kubernetes.client.CoreV1Api(client_)
+        assert [n.metadata.name for n in v1.list_node().items] == ['n1']
+        v1.create_namespaced_config_map('default', {'apiVersion': 'v1', 'kind': 'ConfigMap',
+                                                    'metadata': {'name': 'c1'}, 'data': {'a': 'b'}})
+        assert v1.read_namespaced_config_map('c1', 'default').metadata.labels == {'seen-by': 'operator'}
+        assert kubernetes.client.CustomObjectsApi(client_).list_cluster_custom_object(
+            'mellanox.com', 'v1alpha1', 'nicclusterpolicies')['items'] == []
+        pid = int((state / 'pid').read_text())
+    finally:
+        stopped = subprocess.run([sys.executable, script, 'stop', str(state)], capture_output=True, text=True,
+                                 env=env, check=False)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not (state / 'kubeconfig').exists() and not (state / 'pid').exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    events = [json.loads(line) for line in (state / 'audit.jsonl').read_text().splitlines()]
+    created = [e for e in events if e['verb'] == 'create']
+    assert [(e['objectRef']['resource'], e['objectRef']['namespace'], e['requestObject']['metadata']['name'])
+            for e in created] == [('configmaps', 'default', 'c1')]
+    assert {e['verb'] for e in events} >= {'list', 'create', 'get'}
+    assert all(e['apiVersion'] == 'audit.k8s.io/v1' and e['stage'] == 'RequestReceived' for e in events)
+
+
+def test_set_up_objects_get_the_generation_a_create_gives(api):
+    """A custom resource or workload the test sets up has metadata.generation 1, as after a create; a ConfigMap none."""
+    stored = api.add('mellanox.com/v1alpha1', 'nicclusterpolicies', policy(tolerations=[]))
+    assert stored['metadata']['generation'] == 1
+    assert 'generation' not in api.add('v1', 'configmaps', {'apiVersion': 'v1', 'kind': 'ConfigMap',
+                                                            'metadata': {'name': 'c'}})['metadata']

@@ -363,6 +363,9 @@ def test_latency_duration_and_sizes(a100):
 @pytest.mark.parametrize('args, stderr', [
     (['-q', '2'], ' Multiple QPs only available on bw tests\n Parser function exited with Error\n'),
     (['-b'], ' Bidirectional is only available in BW test\n Parser function exited with Error\n'),
+    # perftest_parameters.c refuses -N (--noPeak) for the latency tools, as the double does.
+    (['-N'], ' NoPeak only valid for BW tests\n Parser function exited with Error\n'),
+    (['--noPeak'], ' NoPeak only valid for BW tests\n Parser function exited with Error\n'),
 ])
 def test_latency_refusals(a100, args, stderr):
     assert run(a100, 'ib_read_lat', ['-d', 'mlx5_1'] + args) == (1, '', stderr)

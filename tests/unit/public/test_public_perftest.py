@@ -68,6 +68,8 @@ INFO = {
                                                   False, 'IB'),
     'ib_send_bw-iwarp-siw-mr-failure.txt': ('Send BW', 'siw_ens33', 'Ethernet', 1, False, 'client', 0, 1024, False,
                                             'IW'),
+    # The authors elided the information block (and the title): nothing of it is read.
+    'ib_read_lat-ib-hdr-aks-ndv4-client.txt': (None, None, None, None, False, None, None, None, None, None),
 }
 
 # Bandwidth: header unit, result Gb/s (last row), and every row of the last table as printed:
@@ -157,6 +159,7 @@ BW['ib_write_bw-roce-ionic-bidir-q4-a-client.txt'] = BW['ib_write_bw-roce-ionic-
 # iterations-legacy: (#bytes, #iterations, t_min, t_max, t_typical); duration: (#bytes, #iterations, t_avg, tps).
 LAT = {
     'ib_read_lat-roce-cx5-mofed44.txt': ('iterations', [(2, 1000, 1.44, 2.93, 1.48, 1.49, 0.02, 1.56, 2.93)]),
+    'ib_read_lat-ib-hdr-aks-ndv4-client.txt': ('iterations', [(2, 1000, 5.35, 11.78, 5.49, 5.50, 0.18, 5.74, 11.78)]),
     'ib_write_lat-roce-cx5-mofed44-duration.txt': ('duration', [(2, 58732912, 1.28, 391518.70)]),
     'ib_write_lat-roce-cx5-mofed44.txt': ('iterations', [(2, 1000, 0.76, 0.95, 0.78, 0.78, 0.01, 0.83, 0.95)]),
     'ib_send_lat-roce-cx5-mofed44.txt': ('iterations', [(2, 1000, 0.82, 1.01, 0.88, 0.88, 0.02, 0.94, 1.01)]),

@@ -496,3 +496,386 @@ def test_pod_check_explains_a_low_memlock_limit(cluster, tmp_path):
     assert code == 0, output  # recorded; the report (summary.validation_failed) fails the run at its end
     assert '"ok": false' in output and '"memlock": 64' in output
     assert 'ulimit -l is 64 KiB (the kernel default), below 1048576 KiB' in output
+
+
+# ------------------------------------------------------------------ network_operator: NicNodePolicy per group, guard
+
+NO_GROUPS = {
+    'ib_v100': {'hosts': ['gpu-v100-01', 'gpu-v100-02'], 'netdev': 'ibp94s0f0', 'rate': 100},
+    'ib_a100': {'hosts': ['gpu-a100-01'], 'netdev': 'ibp141s0', 'rate': 200},
+}
+NETWORK_OPERATOR = '''
+- name: The Network Operator cluster stage without the helm chart, as roles/network_operator/tasks/main.yml runs it
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  module_defaults:
+    group/gpunet.rdma.k8s:
+      kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
+  vars:
+    network_operator_nfd_enabled: true
+    network_operator_wait_timeout: 10
+  tasks:
+    - name: The GPU nodes' facts as discovery leaves them
+      ansible.builtin.set_fact:
+        ansible_facts: "{{ facts[item] }}"
+      delegate_to: "{{ item }}"
+      delegate_facts: true
+      loop: "{{ facts | list }}"
+
+    - name: The stage and what it recorded
+      block:
+        - name: The stage, from the groups to the verification (apply.yml without the chart)
+          ansible.builtin.include_role:
+            name: gpunet.rdma.network_operator
+            tasks_from: "{{ step }}"
+          loop: [build.yml, nfd.yml, objects.yml, validate.yml, apply_objects.yml, verify.yml]
+          loop_control:
+            loop_var: step
+      always:
+        - name: Keep the result and the controller's ledger entry for the test, also when the stage fails
+          ansible.builtin.copy:
+            content: "{{ {'result': network_operator_result | default(none),
+                          'ledger': ansible_facts.gpunet_rdma_ledger.network_operator | default(none)} | to_json }}"
+            dest: "{{ result_path }}"
+            mode: "0644"
+          changed_when: false  # the test's own file, not the stage
+'''
+
+
+def inbox_driver():
+    return {'kernel': '6.1.0-18-amd64', 'ofed': {'installed': False, 'flavor': None, 'version': None, 'kernels': []},
+            'modules': {'mlx5_core': {'installed': True, 'origin': 'inbox', 'loaded': True,
+                                      'path': 'kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko'}},
+            'packages': {'rdma-core': '44.0-2'}}
+
+
+def no_facts(host_ofed=()):
+    facts = {}
+    for group in NO_GROUPS.values():
+        for host in group['hosts']:
+            driver = inbox_driver()
+            if host in host_ofed:  # as rdma_driver_facts reports an MLNX_OFED host (ofed_info -s)
+                driver['ofed'] = {'installed': True, 'flavor': 'MLNX_OFED_LINUX', 'version': '23.07-0.5.1.2',
+                                  'kernels': [driver['kernel']]}
+                driver['modules']['mlx5_core'].update(origin='ofed', path='updates/dkms/mlx5_core.ko')
+            facts[host] = {'rdma_driver': driver, 'rdma_ports': [
+                {'device': 'mlx5_0', 'port': 1, 'netdev': group['netdev'], 'state': 'ACTIVE',
+                 'link_layer': 'InfiniBand', 'rate_gbps': group['rate']}]}
+    return facts
+
+
+def play_network_operator(api, tmp_path, extra=None, host_ofed=()):
+    inventory = tmp_path / 'hosts.yml'
+    children = {}
+    for name, group in NO_GROUPS.items():
+        children[name] = {'hosts': dict((h, None) for h in group['hosts']), 'vars': {'gpunet_rdma_fabric': {
+            'name': name, 'link_layer': 'InfiniBand', 'line_rate_gbps': group['rate'],
+            'rdma_resource': 'rdma/rdma_%s' % name.split('_')[1], 'kubernetes': 'shared_device_plugin'}}}
+    inventory.write_text(yaml.safe_dump({'all': {'children': children, 'vars': {
+        'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
+    playbook = tmp_path / 'network_operator.yml'
+    playbook.write_text(NETWORK_OPERATOR)
+    result_path = tmp_path / 'network_operator_result.json'
+    if result_path.exists():
+        result_path.unlink()
+    extra_vars = {'gpunet_rdma_kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')), 'facts': no_facts(host_ofed),
+                  'result_path': str(result_path)}
+    extra_vars.update(extra or {})
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'))
+    result = subprocess.run(['ansible-playbook', '-i', str(inventory), str(playbook), '-e', json.dumps(extra_vars)],
+                            capture_output=True, text=True, env=env, check=False, cwd=str(tmp_path))
+    output = ' '.join((result.stdout + result.stderr).split())
+    recorded = json.loads(result_path.read_text()) if result_path.exists() else {}
+    play_network_operator.ledger = recorded.get('ledger')
+    return result.returncode, output, recorded.get('result')
+
+
+def _selects(selector, node):
+    labels = node['metadata'].get('labels') or {}
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+def network_operator_webhook(api, operation, resource, obj, old):
+    """Stand-in for the Network Operator's validating webhook at v26.4.1 (api/v1alpha1/validator/nicpolicy_webhook.go,
+    pkg/policyoverlap/overlap.go): name length, section exclusivity, node selector overlap."""
+    sections = ('ofedDriver', 'rdmaSharedDevicePlugin', 'sriovDevicePlugin')
+    if resource.plural == 'nicnodepolicies':
+        name = obj['metadata']['name']
+        if len(name) > 30:
+            raise kube_apiserver.webhook_denied(
+                'vnicnodepolicy.kb.io', 'NicNodePolicy.mellanox.com "%s" is invalid: metadata.name: Invalid value: '
+                '"%s": NicNodePolicy name must be at most 50 characters to avoid exceeding DaemonSet name limits'
+                % (name, name), 422, 'Invalid')
+        for cluster in api.list('mellanox.com/v1alpha1', 'nicclusterpolicies')[:1]:
+            conflicts = ['NicClusterPolicy already defines %s; NicNodePolicy "%s" cannot also define it' % (s, name)
+                         for s in sections if cluster['spec'].get(s) is not None and obj['spec'].get(s) is not None]
+            if conflicts:
+                raise kube_apiserver.webhook_denied('vnicnodepolicy.kb.io', '; '.join(conflicts))
+        others = [p for p in api.list('mellanox.com/v1alpha1', 'nicnodepolicies') if p['metadata']['name'] != name]
+        overlaps = []
+        for node in api.list('v1', 'nodes'):
+            names = sorted([name] * _selects(obj['spec'].get('nodeSelector'), node) + [
+                p['metadata']['name'] for p in others if _selects(p['spec'].get('nodeSelector'), node)])
+            if len(names) > 1:
+                overlaps.append('node "%s" is selected by policies: [%s]'
+                                % (node['metadata']['name'], ', '.join(names)))
+        if overlaps:
+            raise kube_apiserver.webhook_denied('vnicnodepolicy.kb.io',
+                                                'node selector overlap detected: ' + '; '.join(overlaps))
+    if resource.plural == 'nicclusterpolicies':
+        conflicts = ['NicNodePolicy "%s" already defines %s; NicClusterPolicy cannot also define it'
+                     % (p['metadata']['name'], s) for p in api.list('mellanox.com/v1alpha1', 'nicnodepolicies')
+                     for s in sections if obj['spec'].get(s) is not None and p['spec'].get(s) is not None]
+        if conflicts:
+            raise kube_apiserver.webhook_denied('vnicclusterpolicy.kb.io', '; '.join(conflicts))
+
+
+NETDEV = dict((host, group['netdev']) for group in NO_GROUPS.values() for host in group['hosts'])
+
+
+def operator_reconciles(api, group_version, plural, obj):
+    """Stand-in for the operator: a policy gets its status; the RDMA shared device plugin it deploys (on the nodes a
+    NicNodePolicy selects, on every node for the NicClusterPolicy) advertises each resource whose ifNames hold the
+    node's netdev."""
+    if plural not in ('nicclusterpolicies', 'nicnodepolicies') or obj.get('status'):
+        return
+    states = [{'name': 'state-OFED', 'state': 'ready' if obj['spec'].get('ofedDriver') else 'ignore'},
+              {'name': 'state-RDMA-device-plugin',
+               'state': 'ready' if obj['spec'].get('rdmaSharedDevicePlugin') else 'ignore'}]
+    api.add(group_version, plural, dict(obj, status={'state': 'ready', 'appliedStates': states}))
+    plugin = obj['spec'].get('rdmaSharedDevicePlugin')
+    if not plugin:
+        return
+    for node in api.list('v1', 'nodes'):
+        if plural == 'nicnodepolicies' and not _selects(obj['spec']['nodeSelector'], node):
+            continue
+        for entry in json.loads(plugin['config'])['configList']:
+            if NETDEV.get(node['metadata']['name']) in entry['selectors']['ifNames']:
+                node['status'].setdefault('allocatable', {})['rdma/' + entry['resourceName']] = '63'
+        api.add('v1', 'nodes', node)
+
+
+@pytest.fixture
+def operator_cluster(upstream_crds):
+    api = kube_apiserver.FakeApiServer(on_change=operator_reconciles).start()
+    for name in ('mellanox.com_nicclusterpolicies.yaml', 'mellanox.com_nicnodepolicies.yaml',
+                 'mellanox.com_hostdevicenetworks.yaml'):
+        with open(os.path.join(upstream_crds, 'network-operator-v26.4.1', name)) as handle:
+            api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', yaml.safe_load(handle))
+    api.admission.append(network_operator_webhook)
+    for group in NO_GROUPS.values():
+        for host in group['hosts']:
+            api.add('v1', 'nodes', {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': host, 'labels': {
+                'network.nvidia.com/operator.mofed.wait': 'false'}}, 'status': {'allocatable': {}}})
+    api.add('apps/v1', 'daemonsets', daemonset('rdma-shared-dp-ds', 3, 3))
+    yield api
+    api.stop()
+    assert api.errors == []
+
+
+def test_nicnodepolicy_per_group_labelled_applied_and_verified(operator_cluster, tmp_path):
+    api = operator_cluster
+    # A node that left the V100 group still carries its label: the V100 policy must stop selecting it.
+    api.add('v1', 'nodes', {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-v100-09', 'labels': {
+        'gpunet.rdma/group': 'ib_v100', 'team': 'vision'}}, 'status': {'allocatable': {}}})
+    code, output, result = play_network_operator(api, tmp_path)
+    assert code == 0, output
+    assert result['layout'] == 'node'
+    # Each group's nodes carry the label their policy selects, so each node got its own group's resource.
+    labels = dict((n['metadata']['name'], n['metadata']['labels'].get('gpunet.rdma/group'))
+                  for n in api.list('v1', 'nodes'))
+    assert labels == {'gpu-a100-01': 'ib_a100', 'gpu-v100-01': 'ib_v100', 'gpu-v100-02': 'ib_v100', 'gpu-v100-09': None}
+    assert api.get('v1', 'nodes', 'gpu-v100-09')['metadata']['labels'] == {'team': 'vision'}
+    assert sorted((n['node'], n['value']) for n in result['node_labels']) == [
+        ('gpu-a100-01', 'ib_a100'), ('gpu-v100-01', 'ib_v100'), ('gpu-v100-02', 'ib_v100'), ('gpu-v100-09', None)]
+    assert api.get('v1', 'nodes', 'gpu-a100-01')['status']['allocatable'] == {'rdma/rdma_a100': '63'}
+    v100 = api.get('mellanox.com/v1alpha1', 'nicnodepolicies', 'ib-v100')
+    assert v100['spec']['nodeSelector'] == {'gpunet.rdma/group': 'ib_v100'}
+    assert json.loads(v100['spec']['rdmaSharedDevicePlugin']['config'])['configList'][0]['resourceName'] == 'rdma_v100'
+    assert 'rdmaSharedDevicePlugin' not in api.get('mellanox.com/v1alpha1', 'nicclusterpolicies',
+                                                   'nic-cluster-policy')['spec']
+    assert [(p['kind'], p['name'], p['ok']) for p in result['policies']] == [
+        ('NicClusterPolicy', 'nic-cluster-policy', True), ('NicNodePolicy', 'ib-a100', True),
+        ('NicNodePolicy', 'ib-v100', True)]
+    assert [n['ok'] for n in result['nodes']] == [True, True, True] and result['problems'] == []
+    # NicClusterPolicy first, then the NicNodePolicies: server-side apply by gpunet.rdma.
+    applied = [path.split('?')[0] for method, path, d in api.requests
+               if method == 'PATCH' and d['content_type'] == 'application/apply-patch+yaml']
+    assert applied == ['/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy',
+                       '/apis/mellanox.com/v1alpha1/nicnodepolicies/ib-a100',
+                       '/apis/mellanox.com/v1alpha1/nicnodepolicies/ib-v100']
+    # Again: nothing to label, nothing changes.
+    versions = dict((p['metadata']['name'], p['metadata']['resourceVersion'])
+                    for p in api.list('mellanox.com/v1alpha1', 'nicnodepolicies'))
+    code, output, result = play_network_operator(api, tmp_path)
+    assert code == 0, output
+    assert result['node_labels'] == [] and 'changed=0' in output
+    assert versions == dict((p['metadata']['name'], p['metadata']['resourceVersion'])
+                            for p in api.list('mellanox.com/v1alpha1', 'nicnodepolicies'))
+
+
+def test_verification_names_the_failing_component_and_records_it(operator_cluster, tmp_path):
+    api = operator_cluster
+
+    def driver_never_ready(server, group_version, plural, obj):
+        operator_reconciles(server, group_version, plural, obj)
+        if plural == 'nicnodepolicies' and obj['metadata']['name'] == 'ib-v100':
+            stored = server.get(group_version, plural, 'ib-v100')
+            stored['status'] = {'state': 'notReady', 'appliedStates': [
+                {'name': 'state-OFED', 'state': 'notReady', 'message': 'daemonset not available yet'},
+                {'name': 'state-RDMA-device-plugin', 'state': 'ready'}]}
+            server.add(group_version, plural, stored)
+    api.on_change = driver_never_ready
+    code, output, _result = play_network_operator(api, tmp_path, {'network_operator_ofed_driver': {
+        'repository': 'nvcr.io/nvidia/mellanox', 'image': 'doca-driver', 'version': '25.01-0.6.0.0-0'}})
+    assert code != 0
+    assert ('After 10 s: NicNodePolicy ib-v100: state-OFED (spec.ofedDriver): notReady: daemonset not available yet'
+            in output), output
+    # Recorded in the controller's ledger before the failure: the problem and each policy's state.
+    ledger = play_network_operator.ledger
+    assert ledger['problems'] == [
+        'NicNodePolicy ib-v100: state-OFED (spec.ofedDriver): notReady: daemonset not available yet']
+    states = dict((p['name'], (p['state'], p['ok'])) for p in ledger['detail']['policies'])
+    assert states == {'nic-cluster-policy': ('ready', True), 'ib-a100': ('ready', True),
+                      'ib-v100': ('notReady', False)}
+
+
+def test_driver_container_refused_over_a_host_ofed(operator_cluster, tmp_path):
+    api = operator_cluster
+    doca = {'repository': 'nvcr.io/nvidia/mellanox', 'image': 'doca-driver', 'version': '25.01-0.6.0.0-0'}
+    code, output, _result = play_network_operator(api, tmp_path, {'network_operator_ofed_driver': doca},
+                                                  host_ofed=['gpu-v100-02'])
+    assert code != 0
+    assert ('Refusing ofedDriver: the Network Operator\'s driver container would replace the driver of nodes that run '
+            'their own MLNX_OFED/DOCA-OFED: gpu-v100-02 (group ib_v100: MLNX_OFED 23.07-0.5.1.2 on the host '
+            '(ofed_info -s))') in output, output
+    assert 'network_operator_ofed_driver_over_host_ofed: true' in output
+    ledger = play_network_operator.ledger
+    assert ledger['status'] == 'failed' and ledger['problems'][0].startswith('Refusing ofedDriver: ')
+    assert ledger['detail']['host_ofed_conflicts'] == [
+        {'host': 'gpu-v100-02', 'group': 'ib_v100', 'reason': 'MLNX_OFED 23.07-0.5.1.2 on the host (ofed_info -s)'}]
+    # Nothing was written to the cluster.
+    assert [m for m, _p, _d in api.requests if m != 'GET'] == []
+    assert api.list('mellanox.com/v1alpha1', 'nicnodepolicies') == []
+    # A group without the driver container may hold such hosts; or the variable allows it.
+    code, output, result = play_network_operator(
+        api, tmp_path, {'network_operator_ofed_driver': doca, 'network_operator_ofed_driver_groups': {'ib_v100': None}},
+        host_ofed=['gpu-v100-02'])
+    assert code == 0, output
+    assert 'ofedDriver' in api.get('mellanox.com/v1alpha1', 'nicnodepolicies', 'ib-a100')['spec']
+    assert 'ofedDriver' not in api.get('mellanox.com/v1alpha1', 'nicnodepolicies', 'ib-v100')['spec']
+    code, output, result = play_network_operator(api, tmp_path, {'network_operator_ofed_driver': doca,
+                                                                 'network_operator_ofed_driver_over_host_ofed': True},
+                                                 host_ofed=['gpu-v100-02'])
+    assert code == 0, output
+    assert [c['host'] for c in result['host_ofed_conflicts']] == ['gpu-v100-02']
+
+
+def test_move_from_one_nicclusterpolicy_to_nicnodepolicies(operator_cluster, tmp_path):
+    """An earlier run's NicClusterPolicy holds the device plugin: auto keeps it there; true moves it, the
+    NicClusterPolicy giving up the section before the NicNodePolicies take it (the webhook refuses it in both)."""
+    api = operator_cluster
+    code, output, result = play_network_operator(api, tmp_path, {'network_operator_node_policies': False})
+    assert code == 0, output
+    assert result['layout'] == 'cluster' and api.list('mellanox.com/v1alpha1', 'nicnodepolicies') == []
+    assert 'rdmaSharedDevicePlugin' in api.get('mellanox.com/v1alpha1', 'nicclusterpolicies',
+                                               'nic-cluster-policy')['spec']
+    code, output, result = play_network_operator(api, tmp_path)
+    assert code == 0, output
+    assert result['layout'] == 'cluster' and 'already holds rdmaSharedDevicePlugin' in result['layout_reason']
+    code, output, result = play_network_operator(api, tmp_path, {'network_operator_node_policies': True})
+    assert code == 0, output
+    assert result['layout'] == 'node'
+    assert 'rdmaSharedDevicePlugin' not in api.get('mellanox.com/v1alpha1', 'nicclusterpolicies',
+                                                   'nic-cluster-policy')['spec']
+    assert sorted(p['metadata']['name'] for p in api.list('mellanox.com/v1alpha1', 'nicnodepolicies')) == [
+        'ib-a100', 'ib-v100']
+    # And back: the NicNodePolicies go first, then the NicClusterPolicy takes the section again.
+    code, output, result = play_network_operator(api, tmp_path, {'network_operator_node_policies': False})
+    assert code == 0, output
+    assert api.list('mellanox.com/v1alpha1', 'nicnodepolicies') == []
+    assert sorted(result['removed_policies']) == ['ib-a100', 'ib-v100']
+
+
+RENDER = '''
+- name: The Network Operator stage in render mode (GitOps, the lab), with no cluster at all
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The GPU nodes' facts as discovery leaves them
+      ansible.builtin.set_fact:
+        ansible_facts: "{{ facts[item] }}"
+      delegate_to: "{{ item }}"
+      delegate_facts: true
+      loop: "{{ facts | list }}"
+
+    - name: The whole role
+      ansible.builtin.include_role:
+        name: gpunet.rdma.network_operator
+'''
+
+
+def test_render_mode_writes_a_nicnodepolicy_per_group_and_the_node_labels(tmp_path, upstream_crds):
+    (tmp_path / 'render.yml').write_text(RENDER)
+    manifests = tmp_path / 'manifests'
+    inventory = tmp_path / 'hosts.yml'
+    children = dict((name, {'hosts': dict((h, None) for h in group['hosts']), 'vars': {'gpunet_rdma_fabric': {
+        'name': name, 'link_layer': 'InfiniBand', 'line_rate_gbps': group['rate'],
+        'rdma_resource': 'rdma/rdma_%s' % name.split('_')[1], 'kubernetes': 'shared_device_plugin'}}})
+        for name, group in NO_GROUPS.items())
+    inventory.write_text(yaml.safe_dump({'all': {'children': children, 'vars': {
+        'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
+    extra = {'facts': no_facts(), 'network_operator_manifest_dir': str(manifests),
+             'network_operator_crd_paths': [os.path.join(upstream_crds, 'network-operator-v26.4.1')]}
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'))
+    command = ['ansible-playbook', '-i', str(inventory), str(tmp_path / 'render.yml'), '-e']
+    result = subprocess.run(command + [json.dumps(extra)], capture_output=True, text=True, env=env, check=False,
+                            cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(os.listdir(str(manifests))) == [
+        'network-operator-values.yaml', 'nicclusterpolicy-nic-cluster-policy.yaml', 'nicnodepolicy-ib-a100.yaml',
+        'nicnodepolicy-ib-v100.yaml', 'nicnodepolicy-node-labels.txt']
+    v100 = yaml.safe_load((manifests / 'nicnodepolicy-ib-v100.yaml').read_text())
+    assert v100['kind'] == 'NicNodePolicy' and v100['spec']['nodeSelector'] == {'gpunet.rdma/group': 'ib_v100'}
+    labels = (manifests / 'nicnodepolicy-node-labels.txt').read_text().splitlines()
+    assert [line for line in labels if line.startswith('kubectl')] == [
+        'kubectl label node gpu-a100-01 gpunet.rdma/group=ib_a100 --overwrite',
+        'kubectl label node gpu-v100-01 gpunet.rdma/group=ib_v100 --overwrite',
+        'kubectl label node gpu-v100-02 gpunet.rdma/group=ib_v100 --overwrite']
+    # The same for v25.1.0: one NicClusterPolicy, no NicNodePolicy, no labels to set.
+    extra.update(network_operator_release='v25.1.0', network_operator_manifest_dir=str(tmp_path / 'v25'),
+                 network_operator_crd_paths=[os.path.join(upstream_crds, 'network-operator-v25.1.0')])
+    result = subprocess.run(command + [json.dumps(extra)], capture_output=True, text=True, env=env, check=False,
+                            cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(os.listdir(str(tmp_path / 'v25'))) == ['network-operator-values.yaml',
+                                                         'nicclusterpolicy-nic-cluster-policy.yaml']
+
+
+def test_tolerations_reach_the_nicnodepolicies(cluster, tmp_path, upstream_crds):
+    """From 26.4 the driver DaemonSet of a NicNodePolicy takes the NicNodePolicy's tolerations: the day-2 fix adds
+    them there too, each after a server-side dry run, and leaves a policy that has them alone."""
+    with open(os.path.join(upstream_crds, 'network-operator-v26.4.1', 'mellanox.com_nicnodepolicies.yaml')) as handle:
+        cluster.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', yaml.safe_load(handle))
+    for name, tolerations in (('ib-v100', [GPU_TAINT]), ('ib-a100', [GPU_TAINT, UNSCHEDULABLE])):
+        cluster.add('mellanox.com/v1alpha1', 'nicnodepolicies', {
+            'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicNodePolicy', 'metadata': {'name': name},
+            'spec': {'nodeSelector': {'gpunet.rdma/group': name.replace('-', '_')}, 'tolerations': tolerations,
+                     'ofedDriver': {'image': 'doca-driver', 'repository': 'nvcr.io/nvidia/mellanox',
+                                    'version': '25.01-0.6.0.0-0'}}})
+    code, output = play(cluster, tmp_path, TOLERATIONS)
+    assert code == 0, output
+    assert [path for path, _body in patches(cluster)] == [
+        '/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy?dryRun=All',
+        '/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy',
+        '/apis/mellanox.com/v1alpha1/nicnodepolicies/ib-v100?dryRun=All',
+        '/apis/mellanox.com/v1alpha1/nicnodepolicies/ib-v100']
+    assert cluster.get('mellanox.com/v1alpha1', 'nicnodepolicies', 'ib-v100')['spec']['tolerations'] == [
+        GPU_TAINT, UNSCHEDULABLE]
+    code, output = play(cluster, tmp_path, TOLERATIONS)
+    assert code == 0, output
+    assert len(patches(cluster)) == 4

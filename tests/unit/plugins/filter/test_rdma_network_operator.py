@@ -49,8 +49,10 @@ LAB = {'ib_v100': [('lab-v100-1', 'v100'), ('lab-v100-2', 'v100')],
 
 
 def test_lab_groups_get_their_own_resources(tmp_path, hardware):
+    # One NicClusterPolicy holds every group's resource: node_policies false (or a release before 26.4).
     built = rdma_network_operator(groups_for(LAB, tmp_path, hardware), 'v26.4.1',
-                                  {'rdma_shared_device_plugin': PLUGIN, 'nfd_enabled': True})
+                                  {'rdma_shared_device_plugin': PLUGIN, 'nfd_enabled': True, 'node_policies': False})
+    assert built['layout'] == 'cluster' and [o['kind'] for o in built['objects']] == ['NicClusterPolicy']
     policy = built['objects'][0]
     config = json.loads(policy['spec']['rdmaSharedDevicePlugin']['config'])
     # Groups come in name order from the fabrics; the A100 nodes' Ethernet bond and DOWN mlx5_0 stay out of the
@@ -112,7 +114,8 @@ def test_example_inventory_objects_validate(release, tmp_path, hardware, crd_rel
                 'ib_a100': [(h, 'a100') for h in children['ib_a100']['hosts']]}
     built = rdma_network_operator(groups_for(profiles, tmp_path, hardware), release, _example_options())
     kinds = [o['kind'] for o in built['objects']]
-    assert kinds == ['NicClusterPolicy', 'HostDeviceNetwork']
+    assert kinds == {'v25.1.0': ['NicClusterPolicy', 'HostDeviceNetwork'],
+                     'v26.4.1': ['NicClusterPolicy', 'NicNodePolicy', 'NicNodePolicy', 'HostDeviceNetwork']}[release]
     index = crd_release('network-operator-' + release)
     for obj in built['objects']:
         assert validate_object(obj, index, release) == []
@@ -152,8 +155,12 @@ def test_ip_network_checks(networks, message, tmp_path, hardware):
 
 
 def test_missing_image_is_explained(tmp_path, hardware):
+    groups = groups_for(LAB, tmp_path, hardware)
     with pytest.raises(AnsibleFilterError, match='ofed_driver needs version'):
-        rdma_network_operator(groups_for(LAB, tmp_path, hardware), 'v26.4.1', {
+        rdma_network_operator(groups, 'v25.1.0', {
+            'rdma_shared_device_plugin': PLUGIN, 'ofed_driver': {'repository': 'r', 'image': 'doca-driver'}})
+    with pytest.raises(AnsibleFilterError, match='ofed_driver for group ib_a100 needs version'):
+        rdma_network_operator(groups, 'v26.4.1', {
             'rdma_shared_device_plugin': PLUGIN, 'ofed_driver': {'repository': 'r', 'image': 'doca-driver'}})
 
 
@@ -201,3 +208,262 @@ def test_merge_tolerations_filter():
     assert rdma_merge_tolerations(wanted, wanted) == wanted
     with pytest.raises(AnsibleFilterError, match='operator must be Equal or Exists'):
         rdma_merge_tolerations([], [{'key': 'a', 'operator': 'In'}])
+
+
+# ------------------------------------------------------------------ NicNodePolicy per GPU group (Network Operator 26.4)
+
+def test_one_nicnodepolicy_per_lab_group_from_26_4(tmp_path, hardware, crd_release):
+    built = rdma_network_operator(groups_for(LAB, tmp_path, hardware), 'v26.4.1', {'rdma_shared_device_plugin': PLUGIN})
+    assert built['layout'] == 'node'
+    assert [(o['kind'], o['metadata']['name']) for o in built['objects']] == [
+        ('NicClusterPolicy', 'nic-cluster-policy'), ('NicNodePolicy', 'ib-a100'), ('NicNodePolicy', 'ib-v100')]
+    # The NicClusterPolicy keeps only cluster-wide parts: none asked for here, so it is applied empty and gives up
+    # what an earlier run put in it.
+    assert built['objects'][0]['spec'] == {}
+    a100, v100 = built['objects'][1:]
+    assert v100['spec']['nodeSelector'] == {'gpunet.rdma/group': 'ib_v100'}
+    assert v100['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'gpunet.rdma', 'gpunet.rdma/group': 'ib_v100'}
+    # Each policy carries its own group's resource, nothing of the other group.
+    assert json.loads(v100['spec']['rdmaSharedDevicePlugin']['config']) == {'configList': [{
+        'resourceName': 'rdma_v100', 'rdmaHcaMax': 63,
+        'selectors': {'ifNames': ['ibp94s0f0', 'ibp94s0f1'], 'linkTypes': ['infiniband']}}]}
+    assert json.loads(a100['spec']['rdmaSharedDevicePlugin']['config'])['configList'][0]['resourceName'] == 'rdma_a100'
+    assert 'ofedDriver' not in v100['spec']
+    assert [(r['resource'], r['policy'], r['label_nodes']) for r in built['resources']] == [
+        ('rdma/rdma_a100', 'NicNodePolicy ib-a100', True), ('rdma/rdma_v100', 'NicNodePolicy ib-v100', True)]
+    assert built['node_labels'][1] == {'group': 'ib_v100', 'hosts': ['lab-v100-1', 'lab-v100-2'],
+                                       'label': 'gpunet.rdma/group', 'value': 'ib_v100'}
+    assert built['policies'] == [{'kind': 'NicClusterPolicy', 'name': 'nic-cluster-policy'},
+                                 {'kind': 'NicNodePolicy', 'name': 'ib-a100'},
+                                 {'kind': 'NicNodePolicy', 'name': 'ib-v100'}]
+    for obj in built['objects']:
+        assert validate_object(obj, crd_release('network-operator-v26.4.1'), 'v26.4.1') == []
+    # v25.1.0 has no NicNodePolicy CRD: such an object would not validate, and is never built for it.
+    assert validate_object(v100, crd_release('network-operator-v25.1.0'), 'v25.1.0')[0].startswith(
+        'no CRD for mellanox.com/v1alpha1 NicNodePolicy in v25.1.0')
+
+
+def test_releases_before_26_4_keep_one_nicclusterpolicy(tmp_path, hardware):
+    groups = groups_for(LAB, tmp_path, hardware)
+    built = rdma_network_operator(groups, 'v25.1.0', {'rdma_shared_device_plugin': PLUGIN})
+    assert built['layout'] == 'cluster' and [o['kind'] for o in built['objects']] == ['NicClusterPolicy']
+    assert built['layout_reason'] == 'one NicClusterPolicy: release v25.1.0 has no NicNodePolicy (since 26.4.0)'
+    assert built['node_labels'] == [] and built['resources'][0]['policy'] == 'NicClusterPolicy nic-cluster-policy'
+    with pytest.raises(AnsibleFilterError, match='NicNodePolicies need Network Operator 26.4.0 or later; the chosen '
+                                                 'release is v25.1.0 \\(set node_policies to auto or false\\)'):
+        rdma_network_operator(groups, 'v25.1.0', {'rdma_shared_device_plugin': PLUGIN, 'node_policies': True})
+    with pytest.raises(AnsibleFilterError, match='node_policies must be auto, true or false'):
+        rdma_network_operator(groups, 'v26.4.1', {'rdma_shared_device_plugin': PLUGIN, 'node_policies': 'sometimes'})
+
+
+def _live(**spec):
+    return {'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy',
+            'metadata': {'name': 'nic-cluster-policy'}, 'spec': spec}
+
+
+def test_auto_leaves_per_node_sections_where_the_cluster_has_them(tmp_path, hardware):
+    groups = groups_for(LAB, tmp_path, hardware)
+    options = {'rdma_shared_device_plugin': PLUGIN}
+    held = _live(rdmaSharedDevicePlugin={'image': 'k8s-rdma-shared-dev-plugin', 'config': '{}'}, nvIpam={'image': 'x'})
+    built = rdma_network_operator(groups, 'v26.4.1', dict(options, live_policy=held))
+    assert built['layout'] == 'cluster'
+    assert 'already holds rdmaSharedDevicePlugin' in built['layout_reason']
+    assert 'node_policies is true' in built['layout_reason']
+    moved = rdma_network_operator(groups, 'v26.4.1', dict(options, live_policy=held, node_policies='true'))
+    assert moved['layout'] == 'node' and 'moves rdmaSharedDevicePlugin' in moved['layout_reason']
+    # A NicClusterPolicy without those sections (an earlier run of this layout, or only multus/nv-ipam): per group.
+    assert rdma_network_operator(groups, 'v26.4.1', dict(options, live_policy=_live(nvIpam={'image': 'x'})))[
+        'layout'] == 'node'
+
+
+def test_node_selectors_of_groups(tmp_path, hardware, crd_release):
+    groups = groups_for(LAB, tmp_path, hardware)
+    product = {'nvidia.com/gpu.product': 'Tesla-V100-SXM2-32GB'}
+    built = rdma_network_operator(groups, 'v26.4.1', {'rdma_shared_device_plugin': PLUGIN,
+                                                      'node_selectors': {'ib_v100': product},
+                                                      'node_label': 'example.com/gpu-group'})
+    v100 = [o for o in built['objects'] if o['metadata']['name'] == 'ib-v100'][0]
+    a100 = [o for o in built['objects'] if o['metadata']['name'] == 'ib-a100'][0]
+    assert v100['spec']['nodeSelector'] == product
+    assert a100['spec']['nodeSelector'] == {'example.com/gpu-group': 'ib_a100'}
+    assert [n['group'] for n in built['node_labels']] == ['ib_a100']  # the role labels only its own label
+    assert validate_object(v100, crd_release('network-operator-v26.4.1'), 'v26.4.1') == []
+    for selectors, message in (({'ib_v100': {}}, 'an empty nodeSelector selects every node'),
+                               ({'ib_v100': {'nvidia.com/gpu product': 'x'}}, 'is not a node label key'),
+                               ({'ib_v100': {'nvidia.com/gpu.product': 'Tesla V100'}}, 'is not a node label value')):
+        with pytest.raises(AnsibleFilterError, match=message):
+            rdma_network_operator(groups, 'v26.4.1', {'rdma_shared_device_plugin': PLUGIN,
+                                                      'node_selectors': selectors})
+
+
+DOCA = {'repository': 'nvcr.io/nvidia/mellanox', 'image': 'doca-driver', 'version': '25.01-0.6.0.0-0'}
+
+
+def test_driver_container_per_group(tmp_path, hardware, crd_release):
+    groups = groups_for(LAB, tmp_path, hardware)
+    built = rdma_network_operator(groups, 'v26.4.1', {
+        'rdma_shared_device_plugin': PLUGIN, 'ofed_driver': DOCA,
+        'ofed_driver_groups': {'ib_a100': {'version': '24.10-0.7.0.0-0', 'upgrade_policy': {
+            'autoUpgrade': True, 'maxParallelUpgrades': 2}}, 'ib_v100': None},
+        'tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}]})
+    ncp, a100, v100 = built['objects']
+    assert 'ofedDriver' not in ncp['spec'] and 'ofedDriver' not in v100['spec']
+    assert a100['spec']['ofedDriver']['version'] == '24.10-0.7.0.0-0'
+    assert a100['spec']['ofedDriver']['upgradePolicy'] == {'autoUpgrade': True, 'maxParallelUpgrades': 2}
+    # The driver DaemonSets come from the NicNodePolicies: the tolerations go with them (and with the cluster's).
+    assert a100['spec']['tolerations'] == ncp['spec']['tolerations'] == [
+        {'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}]
+    for obj in built['objects']:
+        assert validate_object(obj, crd_release('network-operator-v26.4.1'), 'v26.4.1') == []
+    with pytest.raises(AnsibleFilterError, match='ofed_driver_groups names ib_h100, not a group of a NicNodePolicy'):
+        rdma_network_operator(groups, 'v26.4.1', {'rdma_shared_device_plugin': PLUGIN, 'ofed_driver': DOCA,
+                                                  'ofed_driver_groups': {'ib_h100': None}})
+    with pytest.raises(AnsibleFilterError, match='ofed_driver_groups \\(a driver per group\\) needs NicNodePolicies'):
+        rdma_network_operator(groups, 'v25.1.0', {'rdma_shared_device_plugin': PLUGIN, 'ofed_driver': DOCA,
+                                                  'ofed_driver_groups': {'ib_a100': {'version': '24.10-0.7.0.0-0'}}})
+
+
+# ------------------------------------------------------------------ the driver container over a host OFED
+
+PUBLIC_OFED_INFO = os.path.join(REPO, 'tests', 'unit', 'fixtures', 'public', 'ofed_info')
+
+
+def _driver_facts(ofed_info_file=None, mlx5_origin='inbox'):
+    """rdma_driver facts as rdma_driver_facts reports them, the OFED part parsed from a recorded ofed_info output."""
+    from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import parse_ofed_info
+    ofed = {'installed': False, 'flavor': None, 'version': None, 'kernels': [], 'kernel_mismatch': False}
+    if ofed_info_file:
+        with open(os.path.join(PUBLIC_OFED_INFO, ofed_info_file)) as handle:
+            ofed.update(parse_ofed_info(handle.read()), installed=True)
+    path = 'updates/dkms/mlx5_core.ko' if mlx5_origin == 'ofed' else 'kernel/drivers/net/ethernet/mellanox/mlx5_core.ko'
+    return {'kernel': '5.15.0-91-generic', 'ofed': ofed,
+            'modules': {'mlx5_core': {'installed': True, 'origin': mlx5_origin, 'loaded': True, 'path': path}},
+            'packages': {'rdma-core': '44.0-2'}}
+
+
+def test_rdma_host_ofed_from_recorded_ofed_info():
+    from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_host_ofed
+    hostvars = {
+        'inbox': {'ansible_facts': {'rdma_driver': _driver_facts()}},
+        'mlnx': {'ansible_facts': {'rdma_driver': _driver_facts('daocloud-spiderpool-ofed-driver-s.txt', 'ofed')}},
+        'doca': {'ansible_facts': {'rdma_driver': _driver_facts('openshift-docs-network-operator-doca-s.txt')}},
+        'oot': {'ansible_facts': {'rdma_driver': _driver_facts(mlx5_origin='ofed')}},
+        'pkg': {'ansible_facts': {'rdma_driver': dict(_driver_facts(), packages={'doca-ofed': '25.01-0.6.0.0'})}},
+        'planned': {'ansible_facts': {'rdma_driver': _driver_facts(), 'gpunet_rdma_ledger': {
+            'ofed': {'stage': 'ofed', 'detail': {'source': 'doca_repo'}}}}},
+        'unknown': {'ansible_facts': {}},
+    }
+    found = rdma_host_ofed(sorted(hostvars), hostvars)
+    assert found == {
+        'doca': 'DOCA-OFED 24.07-0.6.1 on the host (ofed_info -s)',
+        'mlnx': 'MLNX_OFED 23.07-0.5.1.2 on the host (ofed_info -s)',
+        'oot': 'mlx5_core is an out-of-tree OFED build (updates/dkms/mlx5_core.ko)',
+        'pkg': 'package doca-ofed 25.01-0.6.0.0 installed',
+        'planned': 'the driver stage installs DOCA-OFED from the DOCA repository on the host (ofed_source: doca_repo)',
+        'unknown': 'no driver facts (ansible_facts.rdma_driver): run the discovery first (playbooks/site.yml does)',
+    }
+    with pytest.raises(AnsibleFilterError, match='rdma_host_ofed: nowhere is not a host of the inventory'):
+        rdma_host_ofed(['nowhere'], hostvars)
+
+
+def test_driver_container_refused_where_hosts_run_their_own_ofed(tmp_path, hardware):
+    groups = groups_for(dict(LAB, ib_h100=[('lab-h100-1', 'h100')]), tmp_path, hardware)
+    host_ofed = {'lab-v100-1': 'MLNX_OFED 23.07-0.5.1.2 on the host (ofed_info -s)',
+                 'lab-h100-1': 'DOCA-OFED 24.07-0.6.1 on the host (ofed_info -s)',
+                 'lab-roce-1': 'MLNX_OFED 23.10-1.1.9.0 on the host (ofed_info -s)',
+                 'lab-pvrdma-1': 'no driver facts (ansible_facts.rdma_driver): run the discovery first'}
+    fleet = {'groups': {'ib_v100': {'platform': 'bare_metal', 'hosts': ['lab-v100-1', 'lab-v100-2']},
+                        'ib_a100': {'platform': 'bare_metal', 'hosts': ['lab-a100-1', 'lab-a100-2']},
+                        'ib_h100': {'platform': 'bare_metal', 'hosts': ['lab-h100-1']},
+                        'roce_a100': {'platform': 'bare_metal', 'hosts': ['lab-roce-1']},
+                        'roce_pvrdma': {'platform': 'vmware_pvrdma', 'hosts': ['lab-pvrdma-1']}}}
+    options = {'rdma_shared_device_plugin': PLUGIN, 'ofed_driver': DOCA, 'host_ofed': host_ofed, 'fleet': fleet}
+    # Per group: only where a NicNodePolicy runs the container (not ib_h100 here).
+    built = rdma_network_operator(groups, 'v26.4.1', dict(options, ofed_driver_groups={'ib_h100': None}))
+    assert built['host_ofed_conflicts'] == [
+        {'host': 'lab-v100-1', 'group': 'ib_v100', 'reason': 'MLNX_OFED 23.07-0.5.1.2 on the host (ofed_info -s)'}]
+    refusal = built['host_ofed_refusal']
+    assert refusal.startswith('Refusing ofedDriver: ')
+    assert 'lab-v100-1 (group ib_v100: MLNX_OFED 23.07-0.5.1.2 on the host (ofed_info -s))' in refusal
+    assert 'network_operator_ofed_driver_over_host_ofed: true' in refusal and 'lab-h100-1' not in refusal
+    # One NicClusterPolicy: its driver DaemonSet reaches every bare-metal node, the Spiderpool group's too.
+    cluster = rdma_network_operator(groups, 'v25.1.0', options)
+    assert [c['host'] for c in cluster['host_ofed_conflicts']] == ['lab-h100-1', 'lab-roce-1', 'lab-v100-1']
+    # Allowed: listed, not refused.
+    allowed = rdma_network_operator(groups, 'v26.4.1', dict(options, ofed_driver_over_host_ofed=True))
+    assert allowed['host_ofed_refusal'] is None and len(allowed['host_ofed_conflicts']) == 2
+    # No driver container: nothing to refuse.
+    assert rdma_network_operator(groups, 'v26.4.1', dict(options, ofed_driver={}))['host_ofed_conflicts'] == []
+    with pytest.raises(AnsibleFilterError, match='ofed_driver_over_host_ofed must be true or false'):
+        rdma_network_operator(groups, 'v26.4.1', dict(options, ofed_driver_over_host_ofed='false'))
+
+
+# ------------------------------------------------------------------ node labels, node selection, policy status
+
+def test_node_policy_labels():
+    from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_node_policy_labels
+    resources = [{'group': 'ib_v100', 'hosts': ['gpu-v100-01.example.com', 'gpu-v100-02'], 'label_nodes': True},
+                 {'group': 'ib_a100', 'hosts': ['gpu-a100-01'], 'label_nodes': False}]
+
+    def node(name, group=None):
+        labels = {'kubernetes.io/hostname': name}
+        if group:
+            labels['gpunet.rdma/group'] = group
+        return {'metadata': {'name': name, 'labels': labels}}
+    nodes = [node('gpu-v100-01'), node('gpu-v100-02', 'ib_v100'), node('gpu-v100-03', 'ib_v100'),
+             node('gpu-a100-01', 'ib_v100'), node('other', 'ib_h100')]
+    assert rdma_node_policy_labels(resources, nodes, 'gpunet.rdma/group') == [
+        # a100-01 left ib_v100; its own group's policy selects by another selector: the label goes
+        {'node': 'gpu-a100-01', 'value': None, 'was': 'ib_v100'},
+        {'node': 'gpu-v100-01', 'value': 'ib_v100', 'was': None},
+        {'node': 'gpu-v100-03', 'value': None, 'was': 'ib_v100'}]
+    assert rdma_node_policy_labels(resources, nodes[1:2], 'gpunet.rdma/group') == []
+
+
+def test_node_resources_check_the_nicnodepolicy_selects_the_node():
+    resources = [{'group': 'ib_v100', 'hosts': ['gpu-v100-01', 'gpu-v100-02'], 'resource': 'rdma/rdma_v100',
+                  'if_names': ['ibp94s0f0'], 'policy': 'NicNodePolicy ib-v100',
+                  'node_selector': {'gpunet.rdma/group': 'ib_v100'}}]
+    selected = _node('gpu-v100-01', 'false', {'rdma/rdma_v100': '63'})
+    selected['metadata']['labels']['gpunet.rdma/group'] = 'ib_v100'
+    rows = rdma_node_resources(resources, [selected, _node('gpu-v100-02', 'false', {})])
+    assert rows[0]['ok'] is True
+    assert rows[1]['problem'] == ('not selected by NicNodePolicy ib-v100 (nodeSelector gpunet.rdma/group=ib_v100): '
+                                  'none of its components runs there; label the node or change '
+                                  'network_operator_node_selectors')
+
+
+def test_status_of_node_policies_names_the_failing_component():
+    from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_network_operator_status
+    expected = [{'kind': 'NicClusterPolicy', 'name': 'nic-cluster-policy'}] + [
+        {'kind': 'NicNodePolicy', 'name': name} for name in ('ib-v100', 'ib-a100', 'ib-h100')]
+
+    def nnp(name, status):
+        return {'kind': 'NicNodePolicy', 'metadata': {'name': name}, 'status': status}
+    found = [
+        {'kind': 'NicClusterPolicy', 'metadata': {'name': 'nic-cluster-policy'},
+         'status': {'state': 'ready', 'reason': 'an old reason the operator left', 'appliedStates': [
+             {'name': 'state-multus-cni', 'state': 'ignore'}]}},
+        nnp('ib-v100', {'state': 'notReady', 'appliedStates': [
+            {'name': 'state-OFED', 'state': 'notReady', 'message': 'daemonset not available yet'},
+            {'name': 'state-RDMA-device-plugin', 'state': 'ready'}]}),
+        # The reason as the NicNodePolicy controller words an overlap (policyoverlap.FormatNodeOverlap, v26.4.1).
+        nnp('ib-a100', {'state': 'error', 'reason': 'node selector overlap detected: node "gpu-a100-01" is selected '
+                                                    'by policies: [ib-a100, storage]'}),
+    ]
+    states = rdma_network_operator_status(found, expected)
+    assert [(s['name'], s['ok']) for s in states] == [('nic-cluster-policy', True), ('ib-v100', False),
+                                                      ('ib-a100', False), ('ib-h100', False)]
+    assert states[0]['reason'] is None and states[0]['problems'] == []
+    assert states[1]['problems'] == [
+        'NicNodePolicy ib-v100: state-OFED (spec.ofedDriver): notReady: daemonset not available yet']
+    assert states[2]['problems'] == [
+        'NicNodePolicy ib-a100: error: node selector overlap detected: node "gpu-a100-01" is selected by policies: '
+        '[ib-a100, storage]']
+    assert states[3]['problems'] == ['NicNodePolicy ib-h100: not found in the cluster']
+    mine = {'kind': 'NicClusterPolicy', 'metadata': {'name': 'mine'}, 'status': {
+        'state': 'ignore', 'reason': 'Unsupported NicClusterPolicy instance mine. Only instance with name '
+                                     'nic-cluster-policy is supported'}}
+    ignored = rdma_network_operator_status([mine], [{'kind': 'NicClusterPolicy', 'name': 'mine'}])
+    assert ignored[0]['problems'] == ['NicClusterPolicy mine: ignored by the operator: Unsupported NicClusterPolicy '
+                                      'instance mine. Only instance with name nic-cluster-policy is supported']

@@ -153,7 +153,8 @@ def test_fleet_report_summary(tmp_path, hardware):
                                  'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
                                  'stages': {'ok': 0, 'changed': 0, 'pending': 0, 'failed': 0, 'skipped': 0},
                                  'pending': {}, 'failed_stages': [], 'driver_kernel_mismatch_hosts': [],
-                                 'cluster_problem_nodes': [], 'validation_failed': [], 'validation_failed_hosts': []}
+                                 'cluster_problem_nodes': [], 'validation_failed': [], 'validation_failed_hosts': [],
+                                 'firmware_drift_hosts': [], 'nccl_failed': [], 'pod_checks_failed': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
@@ -463,11 +464,41 @@ def test_report_shows_the_line_rate_of_every_test(recorded):
     assert report['summary']['validation_failed'] == ['a2 mlx5_1', 'ib_v100 mlx5_0']
     assert report['summary']['validation_failed_hosts'] == ['a2', 'ib_v100']
     text = rdma_report_markdown(report)
-    assert '| v1 | loopback | mlx5_1 | 1 | ibp94s0f1 | 94.71 | 100 Gb/s | 94.7 % | - | ok |' in text
-    assert '| a2 | pair from a1 | mlx5_1 | 1 | ibp141s0 | 183.61 | 200 Gb/s | 91.8 % | - | 183.61 Gb/s is 91.8 %' in text
-    assert '| ib_v100 | pod | mlx5_0 | 1 | - | - | 100 Gb/s | - | 64 | ulimit -l is 64 KiB (the kernel default)' in text
+    assert '| v1 | loopback | mlx5_1 | 1 | ibp94s0f1 | 94.71 | 100 Gb/s | 94.7 % | - | - | ok |' in text
+    assert '| a2 | pair from a1 | mlx5_1 | 1 | ibp141s0 | 183.61 | 200 Gb/s | 91.8 % | - | - | 183.61 Gb/s is 91.8 %' \
+        in text
+    assert '| ib_v100 | pod | mlx5_0 | 1 | - | - | 100 Gb/s | - | - | 64 | ulimit -l is 64 KiB (the kernel default)' \
+        in text
     assert 'Pending: bandwidth below the line rate threshold on a2 mlx5_1, ib_v100 mlx5_0.' in text
     assert '## Validation' not in rdma_report_markdown(rdma_fleet_report([_discovery('v1')], ['v1']))
+
+
+def test_report_shows_nccl_in_pod_checks_and_hostdev_from_the_controllers_ledger():
+    """The pod-level stage's NCCL runs, in-pod checks and hostdev rows reach the report and its summary."""
+    nccl = [{'group': 'ib_v100', 'job': 'nccl-tests-ib-v100', 'state': 'Succeeded', 'ok': False,
+             'problem': 'NET/Socket on v1, v2: NCCL fell back to TCP sockets', 'transport': 'Socket',
+             'hosts': ['v1', 'v2'], 'gdr': None, 'busbw_gbs': 3.15, 'size_bytes': 8589934592, 'warnings': ['x']}]
+    checks = [{'group': 'roce', 'pod': 'rdma-validate-roce-client', 'mode': 'spiderpool', 'ok': True, 'problem': None,
+               'interfaces': [{'name': 'net1', 'addresses': ['172.16.11.10/24']}], 'rules': 1, 'routes': ['100'],
+               'rdma': [{'device': 'mlx5_54', 'port': 1, 'state': 'ACTIVE', 'netdev': 'net1'}],
+               'resources': {'spidernet.io/shared_cx5_gpu1': '1'}, 'injected': True, 'env': []}]
+    rows = [{'node': 's2', 'group': 'ib_sriov', 'resource': 'nvidia.com/hostdev', 'allocatable': None, 'ok': False,
+             'problem': 's2: no nvidia.com/hostdev in allocatable'}]
+    ledgers = {'localhost': ledger(pod_validation={'detail': {'results': [], 'nccl': nccl, 'pod_checks': checks,
+                                                              'allocatable': rows}, 'failed': True})}
+    report = rdma_fleet_report([_discovery('v1')], ['v1'], ledgers)
+    assert report['nccl'][0]['transport'] == 'Socket' and 'warnings' not in report['nccl'][0]
+    assert report['pod_checks'][0]['injected'] is True and 'env' not in report['pod_checks'][0]
+    assert report['summary']['nccl_failed'] == ['ib_v100'] and report['summary']['pod_checks_failed'] == ['s2']
+    text = rdma_report_markdown(report)
+    assert ('| ib_v100 | Succeeded | Socket | - | - | v1, v2 | - | 3.15 GB/s at 8 GiB | - | NET/Socket on '
+            'v1, v2: NCCL fell back to TCP sockets |') in text
+    assert ('| rdma-validate-roce-client | roce | spiderpool | net1 172.16.11.10/24 | 1 rules, tables 100 | '
+            'mlx5_54/1 ACTIVE net1 | spidernet.io/shared_cx5_gpu1=1 (injected) | ok |') in text
+    assert '| s2 | ib_sriov | nvidia.com/hostdev | - | s2: no nvidia.com/hostdev in allocatable |' in text
+    assert 'Pending: NCCL not on RDMA or below its bus bandwidth on ib_v100.' in text
+    assert 'Pending: in-pod checks failed on s2.' in text
+    assert rdma_fleet_report([_discovery('v1')], ['v1'])['nccl'] is None
 
 
 def test_check_hosts_in_one_call(tmp_path, hardware):

@@ -24,7 +24,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import FilterModule as ReportFilters
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_report_html import FilterModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import build_fleet_report
+from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
+    build_fleet_report, pod_validation_state, validation_state)
 
 rdma_report_html = FilterModule().filters()['rdma_report_html']
 rdma_report_markdown = ReportFilters().filters()['rdma_report_markdown']
@@ -61,6 +62,67 @@ def failing_report():
                                      line_rate_pct=131.3, problem=None))
     summary['validation_failed'] = ['lab-v100-2 mlx5_0']
     summary['validation_failed_hosts'] = ['lab-v100-2']
+    return report
+
+
+def fabric_proof_report():
+    """The lab report with what the fabric proof adds: pairs per rail with latency (the V100 nodes' two rails, one
+    pair slow, one above its latency threshold), the NCCL job of two groups (the AKS run on RDMA with GPUDirect, the
+    NCCL 2.5.6 socket fallback of NCCL issue 278) and in-pod checks (the Spiderpool guide's recorded pod, a hostdev
+    node without its resource), all judged by the collection's own filters from recorded outputs."""
+    from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import (
+        rdma_hostdev_allocatable, rdma_nccl_result, rdma_perftest_records, rdma_pod_checks)
+    from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import MARK
+    fixtures = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures')
+
+    def read(*path):
+        with open(os.path.join(fixtures, *path)) as handle:
+            return handle.read()
+    report = lab_report()
+    report['validation'] = [t for t in report['validation'] if t['kind'] != 'pair']
+    ports = [{'device': 'mlx5_%d' % i, 'port': 1, 'netdev': 'ibp94s0f%d' % i, 'link_layer': 'InfiniBand'}
+             for i in range(2)]
+
+    def pair(client, server, rail, gbps, pct, latency, ok_bw=True, ok_lat=True):
+        device = 'mlx5_%d' % rail
+        results = [{'device': device, 'port': 1, 'tool': 'ib_write_bw', 'ok': ok_bw,
+                    'problem': None if ok_bw else '%.2f Gb/s is %.1f %% of the 100 Gb/s line rate, below 90 %%' % (
+                        gbps, pct),
+                    'record': {'average_gbps': gbps, 'line_rate_gbps': 100, 'line_rate_pct': pct,
+                               'min_line_rate_pct': 90}},
+                   {'device': device, 'port': 1, 'tool': 'ib_write_lat', 'ok': ok_lat,
+                    'problem': None if ok_lat else 'typical latency %g usec is above 2 usec' % latency,
+                    'record': {'t_typical_usec': latency}}]
+        return rdma_perftest_records(results, ports, client, 'pair', {'server': server, 'rail': rail,
+                                                                      'group': 'ib_v100', 'max_latency_usec': 2.0})
+    report['validation'] += validation_state([{'tests': pair('lab-v100-1', 'lab-v100-2', 0, 94.71, 94.7, 1.42)
+                                               + pair('lab-v100-1', 'lab-v100-2', 1, 41.3, 41.3, 1.42, ok_bw=False)
+                                               + pair('lab-v100-2', 'lab-v100-1', 0, 94.71, 94.7, 3.1, ok_lat=False)}])
+    ib = read('public', 'nccl', 'aks-rdma-infiniband-30-mpijob-launcher-2.25.1.log') + read(
+        'public', 'nccl', 'aks-rdma-infiniband-mpijob-ib-sriov.txt')
+    nccl = [dict(rdma_nccl_result(ib, 200, True, 90), group='ib_a100', job='nccl-tests-ib-a100',
+                 state='Succeeded'),
+            dict(rdma_nccl_result(read('public', 'nccl', 'nccl-278-2.5.6-socket-rings.log'), 100, True),
+                 group='ib_v100', job='nccl-tests-ib-v100', state='Succeeded')]
+    guide = '\n'.join([MARK + 'ip -j addr', read('recorded', 'seed001-pod-ip-a.txt'), MARK + 'ip rule',
+                       read('recorded', 'seed001-pod-ip-rule.txt'), MARK + 'ip route show table 100',
+                       read('recorded', 'seed001-pod-ip-route-table-100.txt'), MARK + 'rdma link',
+                       read('recorded', 'seed001-pod-rdma-link.txt'), MARK + 'end'])
+    checks = {'mode': 'spiderpool', 'interfaces': 2, 'subnets': ['172.16.11.0/24', '172.16.12.0/24'],
+              'policy_routes': True, 'rdma_devices': 2, 'resources': []}
+    pod_checks = [dict(rdma_pod_checks(guide, None, checks, 'rdma-validate-roce-a100-client'),
+                       group='roce_a100'),
+                  dict(rdma_pod_checks(guide, None, dict(checks, policy_routes=False),
+                                       'rdma-validate-roce-a100-server'), group='roce_a100')]
+    allocatable = rdma_hostdev_allocatable(
+        [{'group': 'ib_sriov', 'mode': 'hostdev', 'resources': ['nvidia.com/hostdev'], 'hosts': ['s1', 's2']}],
+        [{'metadata': {'name': 's1'}, 'status': {'allocatable': {'nvidia.com/hostdev': '2'}}},
+         {'metadata': {'name': 's2'}, 'status': {'allocatable': {}}}])
+    report.update(pod_validation_state({'nccl': nccl, 'pod_checks': pod_checks, 'allocatable': allocatable}))
+    summary = report['summary']
+    summary['validation_failed'] = ['lab-v100-1 mlx5_1', 'lab-v100-2 mlx5_0']
+    summary['nccl_failed'] = ['ib_v100']
+    summary['pod_checks_failed'] = ['rdma-validate-roce-a100-client', 's2']
     return report
 
 
@@ -180,12 +242,23 @@ def check_counts(dom, report):
     pairs = [t for t in tests if t['kind'] == 'pair']
     cells = dom.find('td', cls='pair', within=('table', 'pairs'))
     tested = [c for c in cells if 'none' not in c.classes]
+    wanted = {}
+    for test in pairs:
+        wanted[(test['server'], test['host'])] = wanted.get((test['server'], test['host']), True) and test['ok']
     assert sorted((c.attrs['data-server'], c.attrs['data-client'], c.attrs['data-ok']) for c in tested) == sorted(
-        (t['server'], t['host'], 'true' if t['ok'] else 'false') for t in pairs)
+        (server, client, 'true' if ok else 'false') for (server, client), ok in wanted.items())
     for cell in tested:
         test = [t for t in pairs if (t['server'], t['host']) == (cell.attrs['data-server'], cell.attrs['data-client'])]
-        assert cell.inner_text() == '%g Gb/s, %.1f %%' % (test[0]['average_gbps'], test[0]['line_rate_pct'])
-        assert ('ok' if test[0]['ok'] else 'fail') in cell.classes
+        parts = [c for c in cell.children if 'part' in c.classes]
+        assert [p.attrs['data-device'] for p in parts] == [t['device'] for t in test]
+        for part, one in zip(parts, test):
+            text = '%s%g Gb/s, %.1f %%' % ('%s: ' % one['device'] if len(test) > 1 else '', one['average_gbps'],
+                                           one['line_rate_pct'])
+            if one.get('latency_usec') is not None:
+                text += ', %g usec' % one['latency_usec']
+            assert part.inner_text().lstrip('; ') == text
+            assert ('ok' if one['ok'] else 'fail') in part.classes
+        assert ('ok' if all(t['ok'] for t in test) else 'fail') in cell.classes
 
     stages = [(h['host'], s['stage'], s['status']) for h in report['hosts'] for s in h['stages']]
     stages += [('controller', s['stage'], s['status']) for s in report['controller']]
@@ -193,6 +266,8 @@ def check_counts(dom, report):
             for tr in dom.find('tr', within=('table', 'stages')) if 'data-stage' in tr.attrs] == stages
     actions = ['firmware_reset'] + (['stage_failed'] if summary['failed_stages'] else [])
     actions += ['bandwidth'] if summary['validation_failed'] else []
+    actions += ['nccl'] if summary.get('nccl_failed') else []
+    actions += ['pod_checks'] if summary.get('pod_checks_failed') else []
     assert [tr.attrs['data-action'] for tr in dom.find('tr', within=('table', 'pending'))
             if 'data-action' in tr.attrs] == actions
 
@@ -339,7 +414,60 @@ def test_wrong_threshold():
         rdma_report_html(lab_report(), min_line_rate_pct='ninety')
 
 
+def test_pair_matrix_per_rail_with_latency():
+    """Two rails between the V100 nodes in one cell (one slow), the other direction above its latency threshold."""
+    report = fabric_proof_report()
+    dom = Dom(rdma_report_html(report))
+    check_counts(dom, report)
+    cell = dom.find('td', cls='pair', within=('table', 'pairs'), data_server='lab-v100-2', data_client='lab-v100-1')[0]
+    assert cell.attrs['data-ok'] == 'false' and 'fail' in cell.classes
+    assert cell.inner_text() == 'mlx5_0: 94.71 Gb/s, 94.7 %, 1.42 usec; mlx5_1: 41.3 Gb/s, 41.3 %, 1.42 usec'
+    assert [('ok' in p.classes) for p in cell.children if 'part' in p.classes] == [True, False]
+    back = dom.find('td', cls='pair', within=('table', 'pairs'), data_server='lab-v100-1', data_client='lab-v100-2')[0]
+    assert back.inner_text() == '94.71 Gb/s, 94.7 %, 3.1 usec' and back.attrs['data-ok'] == 'false'
+    assert back.children[0].attrs['title'] == 'typical latency 3.1 usec is above 2 usec'
+    # no node tests against itself: the diagonal is empty
+    assert [(c.attrs['data-server'], c.attrs['data-client'])
+            for c in dom.find('td', cls='pair none', within=('table', 'pairs'))] == [
+        ('lab-v100-1', 'lab-v100-1'), ('lab-v100-2', 'lab-v100-2')]
+    # the latency column of the validation table
+    rows = dom.find('tr', cls='test', within=('table', 'validation'), data_kind='pair')
+    assert [r.children[9].inner_text() for r in rows] == ['1.42 usec (max 2)', '1.42 usec (max 2)', '3.1 usec (max 2)']
+
+
+def test_nccl_and_in_pod_check_tables():
+    report = fabric_proof_report()
+    html = rdma_report_html(report)
+    dom = Dom(html)
+    runs = dom.find('tr', within=('table', 'nccl'))
+    runs = [r for r in runs if 'data-group' in r.attrs]
+    assert [(r.attrs['data-group'], r.attrs['data-transport'], r.attrs['data-gdr'], r.attrs['data-ok'])
+            for r in runs] == [('ib_a100', 'IB', 'on', 'true'), ('ib_v100', 'Socket', '', 'false')]
+    cells = [c.inner_text() for c in runs[0].children]
+    assert cells[3] == 'mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7 (8 per node)'
+    assert cells[7:9] == ['187.22 GB/s at 8 GiB', '93.6 % of 8 x 200 Gb/s (min 90 %)']
+    assert 'status failed' in ' '.join(runs[1].children[-1].classes)
+    assert runs[1].children[-1].inner_text().startswith('NET/Socket on sh-01, sh-03: NCCL fell back to TCP sockets')
+    pods = [r for r in dom.find('tr', within=('table', 'pod-checks')) if 'data-pod' in r.attrs]
+    assert [(r.attrs['data-pod'], r.attrs['data-mode'], r.attrs['data-ok']) for r in pods] == [
+        ('rdma-validate-roce-a100-client', 'spiderpool', 'false'), ('rdma-validate-roce-a100-server', 'spiderpool',
+                                                                    'true')]
+    assert pods[0].children[3].inner_text() == 'net1 172.16.11.10/24, net2 172.16.12.10/24'
+    assert pods[0].children[4].inner_text() == '8 rules, tables 100'
+    nodes = [r for r in dom.find('tr', within=('table', 'allocatable')) if 'data-node' in r.attrs]
+    assert [(r.attrs['data-node'], r.attrs['data-ok']) for r in nodes] == [('s1', 'true'), ('s2', 'false')]
+    assert '<a href="#section-nccl">NCCL</a>' in html
+    assert '<a href="#section-pod-checks">In-pod checks</a>' in html
+    # every value of the Markdown report is on the page
+    text = ' '.join(e.inner_text() for e in dom.elements if e.tag in ('td', 'th', 'p', 'li'))
+    markdown = rdma_report_markdown(report)
+    assert '## NCCL' in markdown and '## In-pod checks' in markdown and '## Pair matrix' in markdown
+    cells = set(c.strip().replace('\\|', '|') for line in markdown.splitlines() if line.startswith('| ')
+                for c in line.strip('|').split(' | '))
+    assert sorted(c for c in cells - {'-', '---'} if c not in text and c.upper() not in text) == []
+
 # ------------------------------------------------------------------ the page in a browser
+
 
 def chromium():
     for name in ('chromium', 'chromium-browser'):
@@ -373,7 +501,8 @@ def check_png(data, size):
     assert len(data) > 20000  # a rendered page, not a blank one
 
 
-@pytest.mark.parametrize('name, make', [('lab', lab_report), ('failing', failing_report)])
+@pytest.mark.parametrize('name, make', [('lab', lab_report), ('failing', failing_report),
+                                        ('fabric-proof', fabric_proof_report)])
 def test_in_headless_chromium(name, make):
     report = make()
     started = time.monotonic()

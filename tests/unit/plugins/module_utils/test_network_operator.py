@@ -97,3 +97,54 @@ def test_json_patch_paths_escape_slashes():
     assert stale_resource_patch(status, ['rdma/rdma_v100', 'rdma/hca_shared_devices_a']) == [
         {'op': 'remove', 'path': '/status/capacity/rdma~1rdma_v100'},
         {'op': 'remove', 'path': '/status/allocatable/rdma~1rdma_v100'}]
+
+
+def test_node_policy_names_fit_the_operators_limit():
+    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
+        NODE_POLICY_NAME_MAX, node_policy_name)
+    assert node_policy_name('ib_v100') == 'ib-v100'
+    assert node_policy_name('RoCE.A100') == 'roce-a100'
+    long_a = node_policy_name('infiniband_a100_80gb_sxm4_rack_twelve')
+    long_b = node_policy_name('infiniband_a100_80gb_sxm4_rack_thirteen')
+    # The v26.4.1 webhook refuses names over 30 characters (maxNicNodePolicyNameLength).
+    assert NODE_POLICY_NAME_MAX == 30 and len(long_a) <= 30 and len(long_b) <= 30 and long_a != long_b
+    assert long_a.startswith('infiniband-a100-80gb-')
+    assert node_policy_name('infiniband_a100_80gb_sxm4_rack_twelve') == long_a  # stable across runs
+
+
+def test_policy_layout():
+    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import policy_layout
+    assert policy_layout('v26.4.1')[0] == 'node'
+    assert policy_layout('26.7.0', 'auto', None)[0] == 'node'
+    assert policy_layout('v26.1.1')[0] == 'cluster'
+    assert policy_layout('v26.4.1', False)[0] == 'cluster'
+    assert policy_layout('v26.4.1', 'no')[0] == 'cluster'
+    live = {'metadata': {'name': 'nic-cluster-policy'}, 'spec': {'ofedDriver': {'image': 'doca-driver'}}}
+    assert policy_layout('v26.4.1', 'auto', live)[0] == 'cluster'
+    assert policy_layout('v26.4.1', 'yes', live)[0] == 'node'
+    with pytest.raises(NetworkOperatorError, match='need Network Operator 26.4.0 or later'):
+        policy_layout('v25.10.0', True)
+
+
+def test_group_names_that_cannot_be_label_values():
+    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import node_selector
+    assert node_selector('ib_v100') == ({'gpunet.rdma/group': 'ib_v100'}, True)
+    assert node_selector('ib_v100', {'ib_v100': {'a/b': 'c'}}) == ({'a/b': 'c'}, False)
+    with pytest.raises(NetworkOperatorError, match='set node_selectors._ib'):
+        node_selector('_ib')
+    with pytest.raises(NetworkOperatorError, match='node_label: .* is not a node label key'):
+        node_selector('ib_v100', None, 'gpunet.rdma/')
+
+
+def test_duplicate_policy_names_are_refused():
+    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import nic_node_policies
+    port = [{'state': 'ACTIVE', 'netdev': 'ib0', 'link_layer': 'InfiniBand'}]
+    plugin = {'repository': 'r', 'image': 'k8s-rdma-shared-dev-plugin', 'version': 'v1'}
+    with pytest.raises(NetworkOperatorError, match='groups ib_v100 and ib-v100 give the same NicNodePolicy name'):
+        nic_node_policies('v26.4.1', [{'group': 'ib_v100', 'resource_name': 'a', 'ports': port},
+                                      {'group': 'ib-v100', 'resource_name': 'b', 'ports': port}],
+                          {'rdma_shared_device_plugin': plugin})
+    with pytest.raises(NetworkOperatorError, match='resource a is defined twice'):
+        nic_node_policies('v26.4.1', [{'group': 'g1', 'resource_name': 'a', 'ports': port},
+                                      {'group': 'g2', 'resource_name': 'a', 'ports': port}],
+                          {'rdma_shared_device_plugin': plugin})

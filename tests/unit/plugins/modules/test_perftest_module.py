@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -109,3 +111,64 @@ def cmdline(pid):
             return handle.read()
     except OSError:  # gone meanwhile
         return b''
+
+
+# The server side of a two-node test, as the validation role starts it on the server host (async, in the background).
+SERVE = '''
+import json, sys
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpunet.rdma.plugins.modules import perftest
+with patch_module_args(json.loads(sys.argv[1])):
+    try:
+        perftest.main()
+    except SystemExit:
+        pass
+'''
+
+
+def test_servers_on_one_side_clients_on_the_other(lab, capsys):
+    """A pair as the validation role runs it: the servers of a bandwidth and a latency test (serve) in another
+    process, the clients (server_address) here; the client side is judged, latency against its threshold."""
+    port = free_port()
+    server_tests = [{'device': 'mlx5_1'}, {'device': 'mlx5_1', 'tool': 'ib_write_lat'}]
+    args = {'tool_dir': str(lab / 'bin'), 'tcp_port': port, 'serve': True, 'tests': server_tests, 'timeout': 30}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    server = subprocess.Popen([sys.executable, '-c', SERVE, json.dumps(args)], stdout=subprocess.PIPE, text=True,
+                              env=env)
+    try:
+        code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': port, 'server_address': '127.0.0.1',
+                            'connect_retries': 20, 'timeout': 30, 'tests': [
+                                {'device': 'mlx5_1', 'line_rate_gbps': 200},
+                                {'device': 'mlx5_1', 'tool': 'ib_write_lat', 'max_latency_usec': 1.0}]}, capsys)
+        out, _err = server.communicate(timeout=90)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert code == 0
+    bandwidth, latency = result['results']
+    assert bandwidth['ok'] is True and bandwidth['record']['average_gbps'] == 183.61
+    assert bandwidth['client_argv'][-1] == '127.0.0.1' and bandwidth['server_argv'] == []
+    # The HDR port's write latency (the lab double: 1.60 x 0.78 / 0.88 usec) is above the 1 usec threshold.
+    assert latency['ok'] is False and latency['problem'] == 'typical latency 1.42 usec is above 1 usec'
+    assert result['failed_tests'] == ['mlx5_1/1 ib_write_lat']
+    served = json.loads(out)
+    assert [r['ok'] for r in served['results']] == [True, True]
+    assert served['results'][0]['client_argv'] == [] and served['results'][0]['server_argv'][-1] == '--report_gbits'
+    assert 'Gb/sec' in served['results'][0]['server_stdout']
+
+
+def test_a_server_whose_client_never_comes_is_reported(lab, capsys):
+    code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'serve': True, 'timeout': 2,
+                        'tests': [{'device': 'mlx5_1'}]}, capsys)
+    assert code == 0
+    assert result['results'][0]['ok'] is False
+    assert result['results'][0]['problem'].startswith('the ib_write_bw server was stopped after the timeout')
+
+
+@pytest.mark.parametrize('args, message', [
+    ({'serve': True, 'server_address': '10.0.0.1'}, 'parameters are mutually exclusive: server_address|serve'),
+    ({'server_address': '-x 3'}, 'server_address must be a host name or address'),
+])
+def test_two_sided_parameters_are_checked(lab, capsys, args, message):
+    code, result = run(dict({'tool_dir': str(lab / 'bin'), 'tests': [{'device': 'mlx5_1'}]}, **args), capsys)
+    assert code == 1 and message in result['msg']

@@ -1,0 +1,178 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The mlnx_qos and pci_tuning modules against the lab's doubles: change, idempotence, check mode, diff, failures."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpunet.rdma.plugins.modules import mlnx_qos, pci_tuning
+
+import sysfs_fixture
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+NETDEVS = ['enp11s0f0np0', 'enp12s0f0np0']
+PFS = ['0000:0b:00.0', '0000:0c:00.0']
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    profile = sysfs_fixture.load_profile(os.path.join(REPO, 'lab', 'hardware', 'roce_a100.yml'))
+    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
+    sysfs_fixture.build_firmware(profile, str(tmp_path))
+    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
+    return tmp_path
+
+
+def add_ecn_tree(lab, netdev, enabled=()):
+    for direction in ('roce_np', 'roce_rp'):
+        base = lab / 'sys' / 'class' / 'net' / netdev / 'ecn' / direction / 'enable'
+        base.mkdir(parents=True)
+        for prio in range(8):
+            (base / str(prio)).write_text('1\n' if prio in enabled else '0\n')
+
+
+def run(module, args, capsys, check_mode=False, diff=False):
+    args = dict(args)
+    if check_mode:
+        args['_ansible_check_mode'] = True
+    if diff:
+        args['_ansible_diff'] = True
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exit_info:
+            module.main()
+    return exit_info.value.code, json.loads(capsys.readouterr().out)
+
+
+def qos_args(lab, **extra):
+    args = dict(interfaces=NETDEVS, trust='dscp', pfc_priorities=[3], executable=str(lab / 'bin' / 'mlnx_qos'),
+                sysfs_root=str(lab / 'sys'))
+    args.update(extra)
+    return dict((key, value) for key, value in args.items() if value is not None)
+
+
+def calls(lab, kind):
+    path = lab / kind / 'calls.log'
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_mlnx_qos_sets_trust_and_pfc_once(lab, capsys):
+    rc, result = run(mlnx_qos, qos_args(lab), capsys, diff=True)
+    assert rc == 0 and result['changed']
+    first = result['results'][0]
+    assert first['changes'] == {'trust': {'before': 'pcp', 'after': 'dscp'},
+                                'pfc_priorities': {'before': [], 'after': [3]}}
+    assert first['after']['trust'] == 'dscp' and first['after']['pfc_priorities'] == [3]
+    assert ['mlnx_qos', '-i', 'enp11s0f0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'] in calls(lab, 'qos')
+    assert 'trust: pcp' in result['diff'][0]['before'] and 'pfc: 0,0,0,1,0,0,0,0' in result['diff'][0]['after']
+    rc, again = run(mlnx_qos, qos_args(lab), capsys)
+    assert rc == 0 and not again['changed']
+    assert all(call[2:] == [] or len(call) == 3 for call in calls(lab, 'qos')[-2:])
+
+
+def test_mlnx_qos_check_mode_changes_nothing(lab, capsys):
+    rc, result = run(mlnx_qos, qos_args(lab), capsys, check_mode=True)
+    assert rc == 0 and result['changed']
+    assert result['results'][0]['after']['pfc_priorities'] == [3]
+    assert all(len(call) == 3 for call in calls(lab, 'qos'))
+    rc, real = run(mlnx_qos, qos_args(lab, trust=None, pfc_priorities=None), capsys)
+    assert real['results'][0]['after']['trust'] == 'pcp' and not real['changed']
+
+
+def test_mlnx_qos_ecn_through_sysfs(lab, capsys):
+    add_ecn_tree(lab, 'enp11s0f0np0', enabled=(0, 1))
+    rc, result = run(mlnx_qos, qos_args(lab, interfaces=['enp11s0f0np0'], ecn_priorities=[3]), capsys)
+    assert rc == 0
+    ecn = result['results'][0]['ecn']
+    assert ecn == {'supported': True, 'roce_np': [0, 1, 3], 'roce_rp': [0, 1, 3],
+                   'enabled': [['roce_np', 3], ['roce_rp', 3]]}
+    rc, again = run(mlnx_qos, qos_args(lab, interfaces=['enp11s0f0np0'], ecn_priorities=[3]), capsys)
+    assert not again['changed'] and again['results'][0]['ecn']['enabled'] == []
+
+
+def test_mlnx_qos_without_ecn_tree_warns_and_changes_qos(lab, capsys):
+    rc, result = run(mlnx_qos, qos_args(lab, interfaces=['enp11s0f0np0'], ecn_priorities=[3]), capsys)
+    assert rc == 0 and result['results'][0]['ecn']['supported'] is False, result
+    warnings = [(w.get('event') or {}).get('msg', '') if isinstance(w, dict) else str(w)
+                for w in result.get('warnings') or []]
+    assert any('ROCE_CC_PRIO_MASK_P1' in w for w in warnings), warnings
+
+
+def test_mlnx_qos_refuses_before_any_change(lab, capsys):
+    rc, result = run(mlnx_qos, qos_args(lab, interfaces=['enp11s0f0np0', 'eth9']), capsys)
+    assert rc == 1 and 'eth9 is not a network interface of this host' in result['msg']
+    assert calls(lab, 'qos') == []
+    rc, result = run(mlnx_qos, qos_args(lab, pfc_priorities=[8]), capsys)
+    assert rc == 1 and '8 is not a priority' in result['msg']
+
+
+def test_mlnx_qos_unknown_layout_is_refused(lab, capsys):
+    tool = lab / 'odd_qos'
+    tool.write_text('#!/bin/sh\necho "PFC configuration:"\necho "  prio 0 1 2 3 4 5 6 7"\n')
+    tool.chmod(0o755)
+    rc, result = run(mlnx_qos, qos_args(lab, executable=str(tool)), capsys)
+    assert rc == 1 and 'does not print in any known release' in result['msg'] and 'Nothing was changed' in result['msg']
+
+
+def pci_args(lab, **extra):
+    args = dict(devices=PFS, max_read_request=4096, executable=str(lab / 'bin' / 'setpci'), sysfs_root=str(lab / 'sys'))
+    args.update(extra)
+    return args
+
+
+def test_pci_tuning_writes_only_the_size_bits_once(lab, capsys):
+    rc, result = run(pci_tuning, pci_args(lab), capsys, diff=True)
+    assert rc == 0 and result['changed']
+    assert result['results'][0]['before'] == {'word': '2020', 'max_read_request': 512, 'max_payload': 256}
+    assert result['results'][0]['after'] == {'word': '5020', 'max_read_request': 4096, 'max_payload': 256}
+    assert ['setpci', '-s', '0000:0b:00.0', 'CAP_EXP+8.w=5000:7000'] in calls(lab, 'pci')
+    assert 'MaxReadReq 4096 bytes' in result['diff'][0]['after']
+    rc, again = run(pci_tuning, pci_args(lab), capsys)
+    assert rc == 0 and not again['changed']
+    assert not any('=' in call[-1] for call in calls(lab, 'pci')[-4:])
+
+
+def test_pci_tuning_check_mode_writes_nothing(lab, capsys):
+    rc, result = run(pci_tuning, pci_args(lab), capsys, check_mode=True)
+    assert rc == 0 and result['changed'] and result['results'][0]['after']['max_read_request'] == 4096
+    assert not any('=' in call[-1] for call in calls(lab, 'pci'))
+
+
+def test_pci_tuning_refuses_a_function_it_cannot_trust_before_any_write(lab, capsys):
+    # a config space whose Device Control reads a reserved size encoding
+    (lab / 'pci').mkdir(exist_ok=True)
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location('setpci_double', os.path.join(REPO, 'lab', 'doubles', 'setpci.py'))
+    double = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(double)
+    config = bytearray(int(b, 16) for b in double.TEMPLATE) + bytearray(0x1000 - 0x100)
+    config[0x69] = 0x70
+    (lab / 'pci' / '0000:0c:00.0.json').write_text(json.dumps({'config': config.hex()}))
+    rc, result = run(pci_tuning, pci_args(lab), capsys)
+    assert rc == 1 and 'reserved Max_Read_Request_Size' in result['msg'] and 'Nothing was written' in result['msg']
+    assert not any('=' in call[-1] for call in calls(lab, 'pci'))
+
+
+@pytest.mark.parametrize('devices, message', [
+    (['0000:99:00.0'], 'there is no PCI function 0000:99:00.0'),
+    (['not-an-address'], 'is not a PCI address'),
+    (['0000:0b:00.0', '0b:00.0'], 'given twice'),
+    ([], 'devices is empty'),
+])
+def test_pci_tuning_bad_devices(lab, capsys, devices, message):
+    rc, result = run(pci_tuning, pci_args(lab, devices=devices), capsys)
+    assert rc == 1 and message in result['msg']
+
+
+def test_pci_tuning_refuses_other_vendors(lab, capsys):
+    vendor = lab / 'sys' / 'bus' / 'pci' / 'devices' / '0000:0b:00.0' / 'vendor'
+    vendor.write_text('0x8086\n')
+    rc, result = run(pci_tuning, pci_args(lab, devices=['0000:0b:00.0']), capsys)
+    assert rc == 1 and 'not a Mellanox/NVIDIA function (vendor 0x8086' in result['msg']

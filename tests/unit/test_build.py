@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpunet.rdma contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The release tarball (`make build`): what it holds, its CHANGELOG, and every plugin and role documented from an
+installed copy, as a user gets them from `ansible-galaxy collection install`."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import tarfile
+
+import pytest
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
+
+@pytest.fixture(scope='module')
+def tarball():
+    result = subprocess.run(['make', '-s', 'build'], cwd=REPO, capture_output=True, text=True, check=False, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with open(os.path.join(REPO, 'galaxy.yml')) as handle:
+        version = yaml.safe_load(handle)['version']
+    path = os.path.join(REPO, '.build', 'dist', 'gpunet-rdma-%s.tar.gz' % version)
+    assert os.path.isfile(path)
+    return path
+
+
+def test_tarball_holds_what_runs_from_an_installed_copy(tarball):
+    with tarfile.open(tarball) as archive:
+        names = set(archive.getnames())
+    assert {'MANIFEST.json', 'FILES.json', 'README.md', 'CHANGELOG.rst', 'meta/runtime.yml',
+            'playbooks/site.yml', 'roles/rollout/tasks/guard.yml', 'plugins/modules/ibdev2netdev_facts.py'} <= names
+    shipped_tests = sorted(n for n in names if n.startswith(('tests/unit', 'tests/doubles', 'tests/crds')))
+    assert not shipped_tests, 'tests that need the checkout are shipped: %s' % shipped_tests[:5]
+    assert not [n for n in names if n.startswith(('lab/', 'molecule/', 'bench/', 'changelogs/fragments/', '.venv'))]
+
+
+def test_changelog_is_generated_from_the_fragments(tarball):
+    with tarfile.open(tarball) as archive:
+        changelog = archive.extractfile('CHANGELOG.rst').read().decode()
+    fragments = glob.glob(os.path.join(REPO, 'changelogs', 'fragments', '*.yml'))
+    assert fragments, 'no changelog fragments in the checkout'
+    assert 'gpunet.rdma Release Notes' in changelog and 'Minor Changes' in changelog
+    # an entry of one fragment, word for word (antsibull-changelog reflows nothing within a line)
+    with open(os.path.join(REPO, 'changelogs', 'fragments', 'blast-radius-guard.yml')) as handle:
+        entry = yaml.safe_load(handle)['minor_changes'][0]
+    assert entry.split(' - ', 1)[1][:60] in ' '.join(changelog.split())
+
+
+def test_every_plugin_and_role_is_documented_from_the_installed_copy(tarball, tmp_path):
+    # Only the target directory counts (the checkout is on ANSIBLE_COLLECTIONS_PATH of the test run and would make
+    # ansible-galaxy answer "already installed").
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path), ANSIBLE_NOCOLOR='1')
+    install = subprocess.run(['ansible-galaxy', 'collection', 'install', '--offline', '--no-deps', '-p',
+                              str(tmp_path), tarball], capture_output=True, text=True, check=False, timeout=300, env=env)
+    assert install.returncode == 0, install.stdout + install.stderr
+    root = tmp_path / 'ansible_collections' / 'gpunet' / 'rdma'
+    assert (root / 'MANIFEST.json').is_file()
+    # Only the installed copy (the checkout's own link out of the way); kubernetes.core and friends come from the
+    # `ansible` package as for a user.
+    kinds = {
+        'module': [os.path.splitext(os.path.basename(p))[0] for p in glob.glob(str(root / 'plugins/modules/*.py'))
+                   if not os.path.basename(p).startswith('_')],
+        'filter': [os.path.splitext(os.path.basename(p))[0] for p in glob.glob(str(root / 'plugins/filter/*.yml'))],
+        'role': sorted(os.listdir(str(root / 'roles'))),
+    }
+    for kind, names in kinds.items():
+        assert names, kind
+        result = subprocess.run(['ansible-doc', '-t', kind] + ['gpunet.rdma.' + name for name in sorted(names)],
+                                cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False, timeout=300)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        assert '[WARNING]' not in result.stderr and 'ERROR' not in result.stderr, result.stderr[-2000:]
+        for name in names:
+            assert 'gpunet.rdma.' + name in result.stdout, '%s %s not documented from the installed copy' % (kind, name)
