@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import kubernetes
 import testinfra
@@ -98,3 +99,29 @@ def test_the_pods_requested_the_resource_with_ipc_lock_and_are_gone():
     v1 = kubernetes.client.CoreV1Api(api)
     assert v1.list_namespaced_pod('default').items == []
     assert v1.list_namespaced_service('default').items == []
+
+
+def test_zz_slow_port_and_failed_pair():
+    """Runs last: a port at 45 % of its line rate and a port whose exchange fails, in loopback and in the pairs."""
+    play = subprocess.run(['ansible-playbook', '-i', os.environ['MOLECULE_INVENTORY_FILE'],
+                           os.path.join(os.environ['MOLECULE_SCENARIO_DIRECTORY'], 'fault_injection.yml')],
+                          check=False, capture_output=True, text=True)
+    assert play.returncode == 0, play.stdout[-3000:] + play.stderr[-3000:]
+    stages = {}
+    for name in NODES:
+        with open(os.path.join(EPHEMERAL, 'faults-%s.json' % name)) as handle:
+            stages[name] = json.load(handle)
+    slow = [t for t in stages['val-node-02']['detail']['tests'] if t['kind'] == 'loopback' and t['device'] == 'mlx5_1']
+    assert len(slow) == 1 and slow[0]['ok'] is False
+    assert 40 <= slow[0]['line_rate_pct'] <= 50 and 'below 90 %' in slow[0]['problem']
+    broken = [t for t in stages['val-node-01']['detail']['tests'] if t['kind'] == 'loopback' and t['device'] == 'mlx5_0']
+    assert len(broken) == 1 and broken[0]['ok'] is False and broken[0]['average_gbps'] is None
+    failed_pairs = [t for name in NODES for t in stages[name]['detail']['tests']
+                    if t['kind'] == 'pair' and 'mlx5_0' in (t['device'], t.get('server_device')) and not t['ok']]
+    assert failed_pairs, 'the pair over the failing port passed'
+    for name in NODES:
+        assert stages[name]['status'] == 'failed' and stages[name]['problems'], name
+    # the healthy ports of each node still pass
+    good = [t for t in stages['val-node-01']['detail']['tests'] if t['kind'] == 'loopback' and t['device'] == 'mlx5_1']
+    assert good and good[0]['ok'] is True
+    assert not node('val-node-02').file('%s/perftest/faults.json' % LAB).exists
