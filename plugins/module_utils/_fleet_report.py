@@ -635,40 +635,42 @@ def _firmware_inventory(report):
         '| %s |' % ' | '.join(_cell(row[key]) for key in keys) for row in rows]
 
 
-def _ofed_cell(ofed):
+# The driver cells of both renderings (Markdown here, HTML in _report_html): None when the stage did not run.
+def ofed_text(ofed):
     if not ofed:
-        return '-'
-    if ofed['source'] == 'inbox':
+        return None
+    if ofed.get('source') == 'inbox':
         text = 'inbox rdma-core'
     else:
-        text = '%s %s' % (ofed['source'], ofed['ofed_version'] or 'not installed')
-        if ofed['wanted_version'] and ofed['wanted_version'] != ofed['ofed_version']:
+        text = '%s %s' % (ofed.get('source'), ofed.get('ofed_version') or 'not installed')
+        if ofed.get('wanted_version') and ofed.get('wanted_version') != ofed.get('ofed_version'):
             text += ' (wanted %s)' % ofed['wanted_version']
-    if ofed['missing_modules']:
+    if ofed.get('missing_modules'):
         text += '; missing modules: %s' % ', '.join(ofed['missing_modules'])
     return text
 
 
-def _netns_cell(netns):
+def netns_text(netns):
     if not netns:
-        return '-'
-    return '%s / %s' % (netns['live'] or 'unknown', netns['persisted'] or 'default (shared)')
+        return None
+    return '%s / %s' % (netns.get('live') or 'unknown', netns.get('persisted') or 'default (shared)')
 
 
-def _gpudirect_cell(gpudirect):
+def gpudirect_text(gpudirect):
     if not gpudirect:
-        return '-'
-    if gpudirect['mode'] == 'gpu_operator':
+        return None
+    if gpudirect.get('mode') == 'gpu_operator':
         return 'GPU Operator'
-    if gpudirect['load_skipped']:
-        return 'persisted %s (load skipped)' % ', '.join(gpudirect['persisted'])
-    text = 'loaded %s' % (', '.join(gpudirect['loaded']) or 'none')
-    if gpudirect['memory_peer_version']:
+    if gpudirect.get('load_skipped'):
+        return 'persisted %s (load skipped)' % ', '.join(gpudirect.get('persisted') or [])
+    text = 'loaded %s' % (', '.join(gpudirect.get('loaded') or []) or 'none')
+    if gpudirect.get('memory_peer_version'):
         text += ', nv_mem %s' % gpudirect['memory_peer_version']
     return text
 
 
-def _drivers_status(drivers):
+def driver_problems(drivers):
+    """What waits or is wrong in a host's driver stack; empty when it is as wanted."""
     ofed, netns = drivers.get('ofed') or {}, drivers.get('netns') or {}
     status = []
     if ofed.get('kernel_mismatch'):
@@ -676,8 +678,8 @@ def _drivers_status(drivers):
     if ofed.get('restart_pending'):
         status.append('driver restart or reboot pending')
     if netns.get('reboot_pending'):
-        status.append('netns %s after reboot' % netns['wanted'])
-    return '; '.join(status) or 'as wanted'
+        status.append('netns %s after reboot' % netns.get('wanted'))
+    return status
 
 
 def _drivers_section(report):
@@ -690,8 +692,9 @@ def _drivers_section(report):
     for host in hosts:
         drivers = host['drivers']
         lines.append('| %s |' % ' | '.join(_cell(v) for v in (
-            host['host'], (drivers.get('ofed') or {}).get('kernel'), _ofed_cell(drivers.get('ofed')),
-            _netns_cell(drivers.get('netns')), _gpudirect_cell(drivers.get('gpudirect')), _drivers_status(drivers))))
+            host['host'], (drivers.get('ofed') or {}).get('kernel'), ofed_text(drivers.get('ofed')),
+            netns_text(drivers.get('netns')), gpudirect_text(drivers.get('gpudirect')),
+            '; '.join(driver_problems(drivers)) or 'as wanted')))
     return lines
 
 

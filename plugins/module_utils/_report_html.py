@@ -33,7 +33,8 @@ from html import escape
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, plain
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import firmware_inventory_rows, gid_cell
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
-    allocatable_cells, latency_cell, nccl_cells, pair_matrix, pair_parts, pod_check_cells)
+    allocatable_cells, driver_problems, gpudirect_text, latency_cell, nccl_cells, netns_text, ofed_text, pair_matrix,
+    pair_parts, pod_check_cells)
 
 DEFAULT_MIN_LINE_RATE_PCT = 90
 
@@ -507,51 +508,6 @@ def _firmware_inventory(report):
         for row in rows])
 
 
-def _ofed_cell(ofed):
-    if not ofed:
-        return None
-    if ofed.get('source') == 'inbox':
-        text = 'inbox rdma-core'
-    else:
-        text = '%s %s' % (ofed.get('source'), ofed.get('ofed_version') or 'not installed')
-        if ofed.get('wanted_version') and ofed.get('wanted_version') != ofed.get('ofed_version'):
-            text += ' (wanted %s)' % ofed['wanted_version']
-    if ofed.get('missing_modules'):
-        text += '; missing modules: %s' % _join(ofed['missing_modules'])
-    return text
-
-
-def _netns_cell(netns):
-    if not netns:
-        return None
-    return '%s / %s' % (netns.get('live') or 'unknown', netns.get('persisted') or 'default (shared)')
-
-
-def _gpudirect_cell(gpudirect):
-    if not gpudirect:
-        return None
-    if gpudirect.get('mode') == 'gpu_operator':
-        return 'GPU Operator'
-    if gpudirect.get('load_skipped'):
-        return 'persisted %s (load skipped)' % _join(gpudirect.get('persisted'))
-    text = 'loaded %s' % (_join(gpudirect.get('loaded')) or 'none')
-    if gpudirect.get('memory_peer_version'):
-        text += ', nv_mem %s' % gpudirect['memory_peer_version']
-    return text
-
-
-def _drivers_status(drivers):
-    ofed, netns = drivers.get('ofed') or {}, drivers.get('netns') or {}
-    status = []
-    if ofed.get('kernel_mismatch'):
-        status.append('OFED has no modules for this kernel')
-    if ofed.get('restart_pending'):
-        status.append('driver restart or reboot pending')
-    if netns.get('reboot_pending'):
-        status.append('netns %s after reboot' % netns.get('wanted'))
-    return '; '.join(status)
-
-
 def _drivers(report):
     hosts = [h for h in report['hosts'] if h.get('drivers')]
     if not hosts:
@@ -559,9 +515,9 @@ def _drivers(report):
     rows = []
     for host in hosts:
         drivers = host['drivers']
-        status = _drivers_status(drivers)
-        rows.append(_row((host.get('host'), (drivers.get('ofed') or {}).get('kernel'), _ofed_cell(drivers.get('ofed')),
-                          _netns_cell(drivers.get('netns')), _gpudirect_cell(drivers.get('gpudirect')),
+        status = '; '.join(driver_problems(drivers))
+        rows.append(_row((host.get('host'), (drivers.get('ofed') or {}).get('kernel'), ofed_text(drivers.get('ofed')),
+                          netns_text(drivers.get('netns')), gpudirect_text(drivers.get('gpudirect')),
                           (_e(status or 'as wanted'), 'status %s' % ('pending' if status else 'ok'))),
                          ' data-host="%s"' % _attr(host.get('host'))))
     return _section('drivers', 'Drivers', _table('drivers', (
