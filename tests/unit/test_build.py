@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -37,6 +39,43 @@ def test_tarball_holds_what_runs_from_an_installed_copy(tarball):
     shipped_tests = sorted(n for n in names if n.startswith(('tests/unit', 'tests/doubles', 'tests/crds')))
     assert not shipped_tests, 'tests that need the checkout are shipped: %s' % shipped_tests[:5]
     assert not [n for n in names if n.startswith(('lab/', 'molecule/', 'bench/', 'changelogs/fragments/', '.venv'))]
+
+
+def test_the_top_level_holds_only_the_collection(tarball):
+    """Written out by hand: what a user gets at the top of the installed collection, nothing of the checkout's tooling
+    (linter wheels, the Makefile, requirements, CI) beside it."""
+    with tarfile.open(tarball) as archive:
+        top = sorted(set(name.split('/', 1)[0] for name in archive.getnames()))
+    assert top == ['CHANGELOG.rst', 'FILES.json', 'LICENSE', 'MANIFEST.json', 'README.md', 'awx', 'changelogs', 'docs',
+                   'inventory', 'meta', 'playbooks', 'plugins', 'roles', 'tests']
+    with tarfile.open(tarball) as archive:
+        tests = sorted(set('/'.join(n.split('/')[:2]) for n in archive.getnames() if n.startswith('tests/')))
+    # ansible-test sanity's ignore files only (empty: they say no check is ignored)
+    assert tests == ['tests/sanity']
+
+
+def test_execution_environment_builds_from_the_installed_collection(tarball, tmp_path):
+    """awx/execution-environment.yml of an installed copy: ansible-builder writes the build context from it alone
+    (its pins ship with it), offline."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / 'collections'), ANSIBLE_NOCOLOR='1',
+               http_proxy='http://127.0.0.1:9', https_proxy='http://127.0.0.1:9')
+    install = subprocess.run(['ansible-galaxy', 'collection', 'install', '--offline', '--no-deps', '-p',
+                              str(tmp_path / 'collections'), tarball],
+                             capture_output=True, text=True, check=False, timeout=300, env=env)
+    assert install.returncode == 0, install.stdout + install.stderr
+    root = tmp_path / 'collections' / 'ansible_collections' / 'gpunet' / 'rdma'
+    builder = os.path.join(os.path.dirname(sys.executable), 'ansible-builder')
+    result = subprocess.run([builder, 'create', '-f', str(root / 'awx' / 'execution-environment.yml'), '-c',
+                             str(tmp_path / 'context'), '--output-filename', 'Containerfile'],
+                            cwd=str(tmp_path), capture_output=True, text=True, check=False, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    containerfile = (tmp_path / 'context' / 'Containerfile').read_text()
+    # every file the Containerfile copies from the context is there
+    for source in re.findall(r'^COPY (?:--\S+ )*(_build/\S+) ', containerfile, re.M):
+        assert (tmp_path / 'context' / source).exists(), source
+    assert 'COPY _build/constraints/ee-constraints.txt ' in containerfile
+    with open(os.path.join(REPO, 'requirements', 'constraints.txt')) as handle:
+        assert (tmp_path / 'context' / '_build' / 'constraints' / 'ee-constraints.txt').read_text() == handle.read()
 
 
 def test_changelog_is_generated_from_the_fragments(tarball):
