@@ -155,10 +155,14 @@ $(foreach r,$(CORE_RELEASES),$(eval $(call sanity_rule,$(r))))
 # can differ between ansible-core releases: module and filter code), with fewer property-test examples.
 UNIT_OLDER_TESTS := tests/unit/plugins tests/unit/public
 unit: unit-$(CORE_NEWEST)
+# Each release's tests keep their temporary directories under .build (PYTEST_DEBUG_TEMPROOT): the parts run side by
+# side, and pytest's clean-up of older runs then never deletes another part's (large) sysfs trees under /tmp.
 unit-$(CORE_NEWEST): venv collection awx-collection
-	pytest -q -p no:cacheprovider tests/unit
+	mkdir -p $(BUILD)/tmp-unit-$(CORE_NEWEST)
+	PYTEST_DEBUG_TEMPROOT=$(BUILD)/tmp-unit-$(CORE_NEWEST) pytest -q -p no:cacheprovider tests/unit
 $(foreach r,$(CORE_OLDER),unit-$(r)): unit-%: $(BUILD)/matrix/core-%/.installed collection
-	PATH=$(BUILD)/matrix/core-$*/bin:$$PATH HYPOTHESIS_PROFILE=matrix \
+	mkdir -p $(BUILD)/tmp-unit-$*
+	PATH=$(BUILD)/matrix/core-$*/bin:$$PATH HYPOTHESIS_PROFILE=matrix PYTEST_DEBUG_TEMPROOT=$(BUILD)/tmp-unit-$* \
 	  $(BUILD)/matrix/core-$*/bin/pytest -q -p no:cacheprovider $(UNIT_OLDER_TESTS)
 
 changelog-lint: venv
@@ -194,12 +198,16 @@ molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 $(addprefix molecule-,$(MOLECULE_SCENARIOS)): molecule-%: deps lab-image lab-fixtures helm
 	molecule test -s $*
 
-# make test: the set-up, then every part on $(TEST_JOBS) CPUs (make -j), longest first; each part is timed by
-# tests/timed.py and the table of the parts' start, wall and CPU times is printed at the end (docs/development.md).
+# make test: the set-up, then every part (make -j$(TEST_JOBS)), longest first; each part is timed by tests/timed.py
+# and the table of the parts' start, wall and CPU time is printed at the end (docs/development.md). Three parts on the
+# two CPUs: the molecule scenarios spend much of their time waiting (containers starting, apt inside them).
 TIMES := $(BUILD)/times
-TEST_JOBS ?= 2
-TEST_PARTS := unit-$(CORE_NEWEST) $(foreach r,$(CORE_RELEASES),sanity-$(r)) \
-	$(addprefix molecule-,$(MOLECULE_SCENARIOS)) $(foreach r,$(CORE_OLDER),unit-$(r)) lint changelog-lint
+TEST_JOBS ?= 3
+LONG_SCENARIOS := containerd_memlock nic_firmware
+TEST_PARTS := unit-$(CORE_NEWEST) $(addprefix molecule-,$(LONG_SCENARIOS)) \
+	$(foreach r,$(CORE_NEWEST) $(CORE_OLDER),sanity-$(r)) \
+	$(addprefix molecule-,$(filter-out $(LONG_SCENARIOS),$(MOLECULE_SCENARIOS))) \
+	$(foreach r,$(CORE_OLDER),unit-$(r)) lint changelog-lint
 timed-%:
 	@python3 tests/timed.py run $(TIMES) $* -- $(MAKE) --no-print-directory $*
 setup: deps matrix-venvs awx-collection lab-image lab-fixtures helm

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -36,7 +35,8 @@ def run(directory, part, command):
         origin = float(handle.read())
     before = os.times()
     began = time.time()
-    returncode = subprocess.call(command)
+    # the sub-make keeps the jobserver of make -j (inherited descriptors)
+    returncode = subprocess.call(command, close_fds=False)
     after = os.times()
     record = {
         'part': part,
@@ -57,17 +57,18 @@ def table(directory):
             with open(os.path.join(directory, name)) as handle:
                 records.append(json.load(handle))
     records.sort(key=lambda r: r['start'])
-    lines = ['%-28s %8s %8s %8s  %s' % ('part', 'start', 'wall', 'cpu', 'result')]
+    row = '%%-%ds %%8s %%8s %%8s  %%s' % max([len('make test')] + [len(r['part']) for r in records])
+    lines = [row % ('part', 'start', 'wall', 'cpu', 'result')]
     for record in records:
-        lines.append('%-28s %8s %8s %8s  %s' % (record['part'], _clock(record['start']), _clock(record['wall']),
-                                                 _clock(record['cpu']), 'ok' if record['rc'] == 0 else
-                                                 'FAILED (rc %d)' % record['rc']))
+        result = 'ok' if record['rc'] == 0 else 'FAILED (rc %d)' % record['rc']
+        lines.append(row % (record['part'], _clock(record['start']), _clock(record['wall']), _clock(record['cpu']),
+                            result))
     if records:
         end = max(r['start'] + r['wall'] for r in records)
         cpu = sum(r['cpu'] for r in records)
         failed = [r['part'] for r in records if r['rc'] != 0]
-        lines.append('%-28s %8s %8s %8s  %s' % ('make test', '0:00', _clock(end), _clock(cpu),
-                                                 'FAILED: ' + ' '.join(failed) if failed else 'ok'))
+        lines.append(row % ('make test', '0:00', _clock(end), _clock(cpu),
+                            'FAILED: ' + ' '.join(failed) if failed else 'ok'))
     print('\n'.join(lines))
     return 1 if not records or any(r['rc'] != 0 for r in records) else 0
 

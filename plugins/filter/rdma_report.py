@@ -26,6 +26,8 @@ from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
 
 PORTS = a_list('rdma_ports records (dicts with device and port)',
                a_dict('an rdma_ports record', required=('device', 'port')), nullable=True)
+# group_by groups of a run of the collection's playbooks (gpunet_rdma_in_scope, gpunet_rdma_disrupt, ...)
+RUN_GROUP_PREFIX = 'gpunet_rdma_'
 GROUP_NAMES = names('group names (e.g. group_names)', nullable=True)
 GROUP_EXPECTATIONS = a_dict('group name -> expectation', nullable=True)
 HOST_NAME = a_name('a host name (str)')
@@ -79,6 +81,8 @@ def rdma_check_hosts(hosts, hostvars, fabrics=None):
                           a_dict('the facts of the host'))
         group_names = list(nested(name, 'group_names of %s' % host, variables.get('group_names') or [],
                                   GROUP_NAMES))
+        # the in-memory groups this run makes (scope, batches, failed nodes) are not where a host belongs
+        group_names = [g for g in group_names if not g.startswith(RUN_GROUP_PREFIX)]
         if host in group_of:
             group_names = [group_of[host]] + [g for g in group_names if g != group_of[host]]
         ports = nested(name, 'ansible_facts.rdma_ports of %s' % host, gathered.get('rdma_ports') or [], PORTS)

@@ -398,11 +398,16 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
         host_ledgers[CONTROLLER] = controller
     stages = ledger_summary(host_ledgers)
     validation_records = [_detail(ledgers.get(h['host']), 'validation') for h in hosts]
+    not_asked = sorted(record.get('host') for record in validation_records
+                       if record and record.get('load_tests') is False and record.get('host'))
     validation = validation_state([r for r in validation_records if r],
                                   (_detail(controller, 'pod_validation') or {}).get('results'))
     pod_level = pod_validation_state(_detail(controller, 'pod_validation')) or {}
     cluster, spiderpool = _detail(controller, 'network_operator'), _detail(controller, 'spiderpool')
     counts = dict((v, len([h for h in hosts if h['verdict'] == v])) for v in (PASS, FAIL, UNCHECKED, MISSING))
+    out_of_scope = [{'host': h['host'], 'group': h['group'], 'reason': scope['reason']}
+                    for h, scope in ((h, _detail(ledgers.get(h['host']), 'scope')) for h in hosts)
+                    if scope and not scope.get('in_scope', True)]
     failed = [h['host'] for h in hosts if h['verdict'] in (FAIL, MISSING)]
     return {
         'summary': {
@@ -427,7 +432,10 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
             'pod_checks_failed': [check['pod'] for check in pod_level.get('pod_checks') or [] if not check['ok']]
             + [row['node'] for row in pod_level.get('allocatable') or [] if not row['ok']],
             'firmware_drift_hosts': firmware_drift_hosts(hosts),
+            'out_of_scope_hosts': [h['host'] for h in out_of_scope],
+            'load_tests_not_asked_hosts': not_asked,
         },
+        'out_of_scope': out_of_scope,
         'groups': _groups_state(fabrics, hosts),
         'hosts': hosts,
         'controller': stage_rows(controller),
@@ -828,13 +836,22 @@ def allocatable_cells(row):
             'ok' if row.get('ok') else (row.get('problem') or 'failed'))
 
 
+LOAD_TESTS_NOT_ASKED = (
+    'Bandwidth and latency tests not asked for on %s: they load the links, so a run leaves them out unless '
+    '`gpunet_rdma_load_tests: true`; the ports are judged from the facts (Hosts, Ports).')
+
+
 def _validation_section(report):
     tests = report.get('validation')
     if tests is None:
         return []
     lines = ['', '## Validation', '']
+    not_asked = (report.get('summary') or {}).get('load_tests_not_asked_hosts') or []
+    if not_asked:
+        lines += [LOAD_TESTS_NOT_ASKED % ', '.join(not_asked), '']
     if not tests:
-        return lines + ['No bandwidth test ran (check mode, or no ACTIVE port of the expected link layer).']
+        return lines + ['No bandwidth test ran (check mode, not asked for, or no ACTIVE port of the expected link '
+                        'layer).']
     lines += ['| host | test | device | port | netdev | Gb/s | line rate | % of line rate | latency | memlock '
               '| status |', '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for test in tests:
@@ -896,6 +913,19 @@ def _stages_cell(stages):
     if changed:
         text += ' (changed: %s)' % ', '.join(changed)
     return text
+
+
+def _out_of_scope_section(report):
+    """Hosts the host stages left alone (no GPU group, or no RDMA device), each with the reason."""
+    hosts = report.get('out_of_scope') or []
+    if not hosts:
+        return []
+    lines = ['', '## Out of scope', '',
+             'Read and reported, never changed: the host stages and the host-level validation act only on hosts of a '
+             'GPU group (a `gpunet_rdma_fabric`) with an RDMA device.', '',
+             '| host | group | reason |', '| --- | --- | --- |']
+    lines += ['| %s |' % ' | '.join(_cell(v) for v in (h['host'], h['group'], h['reason'])) for h in hosts]
+    return lines
 
 
 def _stages_section(report):
@@ -974,6 +1004,7 @@ def render_markdown(report):
             lines.append('| %s |' % ' | '.join(_cell(v) for v in (
                 host['host'], host['group'], port['device'], port['port'], _netdev_cell(port), _state_cell(port),
                 port.get('link_layer'), _rate_cell(port), gid_cell(port), verdict)))
+    lines += _out_of_scope_section(report)
     lines += _stages_section(report)
     lines += _firmware_section(report)
     lines += _drivers_section(report)

@@ -33,8 +33,8 @@ from html import escape
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, plain
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import firmware_inventory_rows, gid_cell
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
-    allocatable_cells, driver_problems, gpudirect_text, latency_cell, nccl_cells, netns_text, ofed_text, pair_matrix,
-    pair_parts, pod_check_cells)
+    LOAD_TESTS_NOT_ASKED, allocatable_cells, driver_problems, gpudirect_text, latency_cell, nccl_cells, netns_text,
+    ofed_text, pair_matrix, pair_parts, pod_check_cells)
 
 DEFAULT_MIN_LINE_RATE_PCT = 90
 
@@ -84,7 +84,7 @@ ul.problems { margin: 2px 0; padding-left: 18px; }
 """
 
 _SECTIONS = (('pending', 'Pending actions'), ('groups', 'Groups'), ('hosts', 'Hosts'),
-             ('problems', 'Hosts that miss expectations'), ('validation', 'Validation'), ('pair-matrix', 'Pair matrix'),
+             ('problems', 'Hosts that miss expectations'), ('out-of-scope', 'Out of scope'), ('validation', 'Validation'), ('pair-matrix', 'Pair matrix'),
              ('nccl', 'NCCL'), ('pod-checks', 'In-pod checks'),
              ('ports', 'Ports'), ('stages', 'Stages'), ('firmware', 'Firmware'), ('drivers', 'Drivers'),
              ('runtime', 'Container runtime'), ('kubernetes', 'Kubernetes'))
@@ -312,9 +312,13 @@ def _validation(report, threshold):
     tests = report.get('validation')
     if tests is None:
         return _section('validation', 'Validation', [_note('No validation ran in this play.', 'validation-none')])
+    not_asked = [str(h) for h in (report.get('summary') or {}).get('load_tests_not_asked_hosts') or []]
+    asked = [_note(LOAD_TESTS_NOT_ASKED.replace('`', '') % ', '.join(not_asked), 'validation-not-asked')] \
+        if not_asked else []
     if not tests:
-        return _section('validation', 'Validation', [_note(
-            'No bandwidth test ran (check mode, or no ACTIVE port of the expected link layer).', 'validation-none')])
+        return _section('validation', 'Validation', asked + [_note(
+            'No bandwidth test ran (check mode, not asked for, or no ACTIVE port of the expected link layer).',
+            'validation-none')])
     rows = []
     for test in tests:
         pct = _number(test.get('line_rate_pct'))
@@ -332,7 +336,7 @@ def _validation(report, threshold):
                 'true' if ok else 'false')))
     body = [_note('Bar: average bandwidth as a share of the line rate (100 %% at the right end); the black mark is '
                   'the pass threshold (%s %% unless the test says otherwise).' % _fmt(threshold))]
-    return _section('validation', 'Validation', body + _table('validation', (
+    return _section('validation', 'Validation', asked + body + _table('validation', (
         'host', 'test', 'device', 'port', 'netdev', 'Gb/s', 'line rate', 'share of line rate', '% of line rate',
         'latency', 'memlock', 'status'), rows))
 
@@ -597,6 +601,19 @@ def _failing(report):
     return _section('problems', 'Hosts that miss expectations', body)
 
 
+def _out_of_scope(report):
+    """Hosts the host stages left alone, with the reason (only when there are some)."""
+    hosts = [h for h in report.get('out_of_scope') or [] if isinstance(h, dict)]
+    if not hosts:
+        return []
+    body = [_note('Read and reported, never changed: the host stages act only on hosts of a GPU group with an RDMA '
+                  'device.')]
+    body += _table('out-of-scope', ('host', 'group', 'reason'), [
+        _row((h.get('host'), h.get('group') or 'no group', h.get('reason')), ' data-host="%s"' % _attr(h.get('host')))
+        for h in hosts])
+    return _section('out-of-scope', 'Out of scope', body)
+
+
 def render_html(report, min_line_rate_pct=None):
     """Render the fleet report as one self-contained HTML5 document (stable output: same report, same bytes).
 
@@ -614,7 +631,8 @@ def render_html(report, min_line_rate_pct=None):
              '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              '<title>RDMA fleet report</title>', '<style>%s</style>' % _STYLE, '</head>', '<body>']
-    body = (_pending(report) + _groups(report) + _hosts(report) + _failing(report) + _validation(report, threshold)
+    body = (_pending(report) + _groups(report) + _hosts(report) + _failing(report) + _out_of_scope(report)
+            + _validation(report, threshold)
             + _pair_matrix(report) + _nccl(report) + _pod_checks(report)
             + _ports(report) + _stages(report) + _firmware(report) + _drivers(report)
             + _runtime(report) + _kubernetes(report))

@@ -112,6 +112,10 @@ def test_every_plugin_and_role_is_documented_from_the_installed_copy(tarball, tm
         result = subprocess.run(['ansible-doc', '-t', kind] + ['gpunet.rdma.' + name for name in sorted(names)],
                                 cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False, timeout=300)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        assert '[WARNING]' not in result.stderr and 'ERROR' not in result.stderr, result.stderr[-2000:]
+        # ansible-core 2.21's ansible-doc warns about its own internal collection (ansible._protomatter has no
+        # MANIFEST.json); any other warning is ours
+        stderr = '\n'.join(line for line in result.stderr.splitlines() if not (
+            'ansible/_protomatter' in line and 'does not have a MANIFEST.json' in line))
+        assert '[WARNING]' not in stderr and 'ERROR' not in stderr, stderr[-2000:]
         for name in names:
             assert 'gpunet.rdma.' + name in result.stdout, '%s %s not documented from the installed copy' % (kind, name)

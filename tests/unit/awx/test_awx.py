@@ -174,15 +174,16 @@ def test_playbook_variables_used_are_documented():
     for path in glob.glob(os.path.join(REPO, 'playbooks', '*.yml')):
         with open(path) as handle:
             used.update(re.findall(r'\b(gpunet_rdma_\w+)', handle.read()))
-    # Not variables a user sets: the stage ledger fact, the groups of the nodes with disruptive steps and of the
-    # nodes that failed, and the artifacts the AWX workflow's nodes hand on to each other (docs/awx.md names them).
+    # Not variables a user sets: the stage ledger fact, the groups of the nodes in scope, of the nodes with disruptive
+    # steps and of the nodes that failed, and the artifacts the AWX workflow's nodes hand on to each other (docs/awx.md names them).
     workflow = set(v for v in used if v.startswith('gpunet_rdma_workflow_'))
     assert workflow == {'gpunet_rdma_workflow_controller_ledger', 'gpunet_rdma_workflow_coverage',
                         'gpunet_rdma_workflow_ledgers_'}
     with open(os.path.join(REPO, 'docs', 'awx.md')) as handle:
         awx_doc = handle.read()
     assert all(v in awx_doc for v in workflow)
-    assert used - workflow - {'gpunet_rdma_ledger', 'gpunet_rdma_disrupt', 'gpunet_rdma_failed_nodes'} \
+    assert used - workflow - {'gpunet_rdma_ledger', 'gpunet_rdma_in_scope', 'gpunet_rdma_disrupt',
+                              'gpunet_rdma_failed_nodes'} \
         == set(playbook_variables())
 
 

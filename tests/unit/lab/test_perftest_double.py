@@ -387,7 +387,7 @@ WORDS = st.one_of(st.sampled_from(['-d', 'mlx5_1', '-i', '1', '-x', '3', '-s', '
                   st.text(max_size=8))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.sampled_from(['ib_write_bw', 'ib_read_bw', 'ib_send_bw', 'ib_write_lat', 'ib_read_lat', 'ib_send_lat']),
        st.lists(WORDS, max_size=8))
 def test_any_command_line_is_read_or_refused_as_perftest_would(tool, argv):

@@ -93,10 +93,19 @@ PLAYBOOK = '''
       delegate_facts: true
       loop: "{{ groups.gpus }}"
 
+    # recorded as the cluster stage records them (a real fact: a set_fact of ansible_facts would be a variable that
+    # hides the facts the role records)
     - name: The cluster stage's records in the controller's ledger
-      ansible.builtin.set_fact:
-        ansible_facts:
-          gpunet_rdma_ledger: "{{ test_ledger }}"
+      gpunet.rdma.ledger:
+        stage: "{{ item.key }}"
+        status: "{{ item.value.status | default(omit) }}"
+        changed: "{{ item.value.changed | default(false) }}"
+        pending: "{{ item.value.pending | default([]) }}"
+        problems: "{{ item.value.problems | default([]) }}"
+        detail: "{{ item.value.detail | default({}) }}"
+      loop: "{{ test_ledger | dict2items }}"
+      loop_control:
+        label: "{{ item.key }}"
 
     - name: Pods and NCCL jobs
       ansible.builtin.include_role:
@@ -105,7 +114,7 @@ PLAYBOOK = '''
 
     - name: Keep the stage's record for the test
       ansible.builtin.copy:
-        content: "{{ gpunet_rdma_ledger.pod_validation | to_json }}"
+        content: "{{ ansible_facts.gpunet_rdma_ledger.pod_validation | to_json }}"
         dest: "{{ playbook_dir }}/stage.json"
         mode: "0644"
 '''

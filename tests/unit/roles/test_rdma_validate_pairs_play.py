@@ -47,7 +47,7 @@ PLAYBOOK = '''
   tasks:
     - name: Write it
       ansible.builtin.copy:
-        content: "{{ gpunet_rdma_ledger.validation | to_json }}"
+        content: "{{ ansible_facts.gpunet_rdma_ledger.validation | to_json }}"
         dest: "{{ lab_root }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost
@@ -60,7 +60,8 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def test_pairs_per_rail_with_latency(tmp_path):
+def run_validation(tmp_path, **extra_vars):
+    """The role on the two nodes, with extra_vars on top of the test's; returns both nodes' validation records."""
     profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'v100.yml'))
     sysfs_fixture.build(profile, str(tmp_path / 'sys'))
     sysfs_fixture.build_firmware(profile, str(tmp_path))
@@ -77,6 +78,7 @@ def test_pairs_per_rail_with_latency(tmp_path):
     playbook.write_text(PLAYBOOK)
     extra = {'lab_root': str(tmp_path), 'rdma_validate_perftest_dir': str(tmp_path / 'bin'),
              'rdma_validate_tcp_port': free_port(), 'rdma_validate_loopback': False, 'rdma_validate_timeout': 30}
+    extra.update(extra_vars)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'), GPUNET_LAB_ROOT=str(tmp_path))
     done = subprocess.run(['ansible-playbook', '-i', str(inventory), str(playbook), '-e', json.dumps(extra)],
@@ -87,6 +89,20 @@ def test_pairs_per_rail_with_latency(tmp_path):
         a = json.load(handle)
     with open(str(tmp_path / 'v100-b.json')) as handle:
         b = json.load(handle)
+    return a, b
+
+
+def test_a_default_run_puts_no_load_on_the_links(tmp_path):
+    """Without gpunet_rdma_load_tests no perftest tool starts; the stage says what was not asked for."""
+    a, b = run_validation(tmp_path, rdma_validate_loopback=True)
+    assert not (tmp_path / 'firmware' / 'calls.log').exists() or not (tmp_path / 'firmware' / 'calls.log').read_text()
+    for record in (a, b):
+        assert record['status'] == 'skipped' and record['detail']['load_tests'] is False
+        assert record['detail']['tests'] == [] and 'gpunet_rdma_load_tests=true' in record['detail']['not_asked']
+
+
+def test_pairs_per_rail_with_latency(tmp_path):
+    a, b = run_validation(tmp_path, gpunet_rdma_load_tests=True)
     # v100-a is the client of the listed pair (mlx5_1) and of the ring's two rails (mlx5_0, mlx5_1 against v100-b)
     pairs = [(t['server'], t['device'], t['rail']) for t in a['detail']['tests']]
     assert pairs == [('v100-b', 'mlx5_1', None), ('v100-b', 'mlx5_0', 0)]  # the ring's rail 1 repeats the listed one

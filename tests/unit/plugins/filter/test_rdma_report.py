@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import FilterModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import render_json
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import record as rdma_ledger
+from ansible_collections.gpunet.rdma.plugins.module_utils._report_html import render_html
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
 
 FILTERS = FilterModule().filters()
@@ -154,7 +155,8 @@ def test_fleet_report_summary(tmp_path, hardware):
                                  'stages': {'ok': 0, 'changed': 0, 'pending': 0, 'failed': 0, 'skipped': 0},
                                  'pending': {}, 'failed_stages': [], 'driver_kernel_mismatch_hosts': [],
                                  'cluster_problem_nodes': [], 'validation_failed': [], 'validation_failed_hosts': [],
-                                 'firmware_drift_hosts': [], 'nccl_failed': [], 'pod_checks_failed': []}
+                                 'firmware_drift_hosts': [], 'nccl_failed': [], 'pod_checks_failed': [],
+                                 'out_of_scope_hosts': [], 'load_tests_not_asked_hosts': []}
     assert [h['host'] for h in report['hosts']] == ['lab-a100-1', 'lab-gone', 'lab-v100-1', 'lab-v100-9']
     gone = report['hosts'][1]
     assert gone['verdict'] == 'no facts' and 'unreachable' in gone['problems'][0]
@@ -524,3 +526,33 @@ def test_check_hosts_in_one_call(tmp_path, hardware):
     assert results[0]['devices'] == devices
     report = rdma_fleet_report(results, ['v1', 'v2', 'c1', 'gone', 'broken'])
     assert report['summary']['failed_hosts'] == ['broken', 'gone', 'v2']
+
+
+def test_out_of_scope_hosts_and_load_tests_not_asked(tmp_path, hardware):
+    """The two records a default run leaves: a host out of scope (rdma_discovery's scope stage) and a host level
+    without load tests (rdma_validate's not_asked); the Markdown and HTML renderings name both."""
+    ledgers = {
+        'lab-gone': ledger(scope={'status': 'skipped', 'detail': {'in_scope': False,
+                                                                  'reason': 'in no GPU group (no gpunet_rdma_fabric)'}}),
+        'lab-v100-1': ledger(validation={'status': 'skipped', 'detail': {
+            'host': 'lab-v100-1', 'checked': False, 'load_tests': False, 'tests': [],
+            'not_asked': 'bandwidth and latency tests'}}),
+    }
+    report = _fleet(tmp_path, hardware, ledgers)
+    assert report['out_of_scope'] == [{'host': 'lab-gone', 'group': None,
+                                       'reason': 'in no GPU group (no gpunet_rdma_fabric)'}]
+    assert report['summary']['out_of_scope_hosts'] == ['lab-gone']
+    assert report['summary']['load_tests_not_asked_hosts'] == ['lab-v100-1']
+    assert report['validation'] == []
+    text = rdma_report_markdown(report)
+    assert '\n## Out of scope\n' in text and '| lab-gone | - | in no GPU group (no gpunet_rdma_fabric) |' in text
+    validation = text.split('\n## Validation\n', 1)[1].split('\n## ', 1)[0]
+    assert 'Bandwidth and latency tests not asked for on lab-v100-1' in validation
+    assert '`gpunet_rdma_load_tests: true`' in validation
+    html = render_html(report)
+    assert '<section id="section-out-of-scope">' in html and '<tr data-host="lab-gone">' in html
+    assert 'id="validation-not-asked">Bandwidth and latency tests not asked for on lab-v100-1' in html
+    # a report without either has neither
+    plain = _fleet(tmp_path / 'plain', hardware)
+    assert '## Out of scope' not in rdma_report_markdown(plain) and 'section-out-of-scope' not in render_html(plain)
+    assert 'not asked for on' not in rdma_report_markdown(plain)

@@ -490,7 +490,7 @@ def containerd_documents(draw):
     return version, key, names, tomlkit.dumps(document)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(containerd_documents())
 def test_wiring_any_document(case):
     version, key, names, text = case
@@ -514,7 +514,7 @@ def copy_with_spec(document, key, names):
     return expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.text())
 def test_config_file_on_any_text(text):
     try:
@@ -524,7 +524,7 @@ def test_config_file_on_any_text(text):
     assert isinstance(config.version, int) and isinstance(config.imports, list)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.binary())
 def test_task_list_and_limits_on_any_bytes(data):
     text = data.decode('utf-8', 'replace')  # as run_tool decodes ctr's output
@@ -540,7 +540,7 @@ def test_task_list_and_limits_on_any_bytes(data):
     assert isinstance(container_labels(text), dict)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.text(alphabet='abc-_0123456789', min_size=1, max_size=12),
                           st.integers(0, 2 ** 31), st.sampled_from(['RUNNING', 'STOPPED', 'CREATED', 'PAUSED'])),
                 max_size=5), st.sampled_from([' ', '    ', '\t']))

@@ -189,7 +189,7 @@ JSON = st.recursive(
     max_leaves=30)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(value=JSON)
 def test_walks_take_any_object(value):
     schema = INDEX[('example.com/v1', 'Widget')]
@@ -203,7 +203,7 @@ def test_walks_take_any_object(value):
     assert isinstance(problems, list) and all(isinstance(item, str) for item in problems)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(value=JSON, schema=JSON)
 def test_walks_take_any_schema(value, schema):
     for function in (unknown_fields, lambda v, s: prune(v, s)[1], apply_defaults):
@@ -213,7 +213,7 @@ def test_walks_take_any_schema(value, schema):
             assert str(exc)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(documents=st.lists(JSON | st.builds(_broken, spec__versions=JSON) | st.builds(_broken, spec=JSON), max_size=3))
 def test_crd_index_takes_any_document(documents):
     try:

@@ -323,7 +323,7 @@ def _check_well_formed(config):
         assert entry['next_boot'] is None or isinstance(entry['next_boot'], str)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.text())
 def test_parse_query_on_arbitrary_text(text):
     try:
@@ -333,7 +333,7 @@ def test_parse_query_on_arbitrary_text(text):
     _check_well_formed(config)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.binary())
 def test_parse_query_on_arbitrary_bytes_decoded_as_the_module_does(data):
     try:
@@ -343,7 +343,7 @@ def test_parse_query_on_arbitrary_bytes_decoded_as_the_module_does(data):
     _check_well_formed(config)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.tuples(ROW_NAMES, st.sampled_from(['', '*', 'RO', '*RO']), ROW_VALUES, ROW_VALUES, ROW_VALUES),
                 min_size=1, max_size=8, unique_by=lambda r: r[0]),
        st.sampled_from([(36, 16), (44, 20), (48, 33)]))
@@ -361,7 +361,7 @@ def test_generated_tables_parse_back(rows, widths):
                                 'read_only': 'RO' in marker, 'modified': '*' in marker}
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20),
                  st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
 def test_plan_on_arbitrary_wanted_values(cx6, wanted):

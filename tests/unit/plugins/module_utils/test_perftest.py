@@ -262,19 +262,19 @@ PIECES = st.one_of(
     st.text(max_size=40))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.text())
 def test_arbitrary_text_never_breaks_the_parsers(text):
     check_well_formed(text)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(PIECES, max_size=25).map('\n'.join))
 def test_perftest_like_text_never_breaks_the_parsers(text):
     check_well_formed(text)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_as_ansible_decodes_them(data):
     check_well_formed(data.decode('utf-8', 'replace'))

@@ -34,7 +34,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
     read_modules_dep,
 )
 
-PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'driver')
 

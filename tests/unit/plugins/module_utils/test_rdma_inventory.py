@@ -35,7 +35,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._spiderpool import SpiderpoolError, resolve_nics
 
-PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _by_device(ports):

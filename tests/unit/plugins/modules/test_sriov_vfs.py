@@ -295,7 +295,7 @@ def test_ebusy_with_vfs_names_the_write_of_zero():
     assert 'the PF has 2 VFs and the kernel takes a new count only after 0' in message
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.text(max_size=20))
 def test_counts_are_read_strictly(text):
     try:
@@ -306,7 +306,7 @@ def test_counts_are_read_strictly(text):
         assert value >= 0 and text.strip().isdigit()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)))
 def test_firmware_values_read_without_crashing(value):
     number = _sriov.firmware_number(value)

@@ -121,13 +121,13 @@ def test_kstrtou16_refusals_are_einval(data):
     assert info.value.errno == errno.EINVAL
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.integers(min_value=0, max_value=0xffff), st.sampled_from(['%d', '+%d', '0x%x', '0X%X', '0%o', '%d\n']))
 def test_kstrtou16_reads_every_spelling_of_a_count(number, spelling):
     assert sriov_sysfs.kstrtou16_base0((spelling % number).encode()) == number
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.binary(max_size=12))
 def test_kstrtou16_takes_any_bytes_without_crashing(data):
     try:
