@@ -22,7 +22,6 @@ VENV := $(CURDIR)/.venv
 BUILD := $(CURDIR)/.build
 COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpunet/rdma
-SANITY_ROOT := $(BUILD)/sanity/ansible_collections/gpunet/rdma
 LAB_FIXTURES := $(BUILD)/lab-fixtures
 # golang-go and golang-github-vmware-govmomi-dev: VMware's vCenter simulator, built by molecule/vsphere_pvrdma.
 APT_PACKAGES := podman runc debootstrap rsync git shellcheck mstflint containerd uidmap slirp4netns fuse-overlayfs genisoimage \

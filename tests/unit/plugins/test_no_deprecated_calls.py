@@ -22,8 +22,7 @@ def test_no_plugin_passes_warnings_to_exit_json_or_fail_json():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in ('exit_json', 'fail_json'):
-                keywords = [k for k in node.keywords if k.arg == 'warnings' or k.arg is None]
-                if any(k.arg == 'warnings' for k in keywords):
+                if any(k.arg == 'warnings' for k in node.keywords):
                     offenders.append('%s:%d' % (os.path.relpath(path, REPO), node.lineno))
     assert not offenders, 'warnings passed to exit_json/fail_json (use module.warn): %s' % offenders
     # the walk sees the modules' calls at all
