@@ -210,7 +210,19 @@ def build(profile, root):
         _device(root, device, netdevs)
     _link_virtual_functions(root, profile.get('devices', []))
     _link_stacked_netdevs(root, profile.get('virtual_netdevs', []))
+    _loaded_modules(root, profile.get('loaded_modules') or {})
     return root
+
+
+def _loaded_modules(root, modules):
+    """``module/NAME`` of each loaded module, as the kernel lists a loadable one: its ``version`` (when it declares
+    one) and ``initstate`` live."""
+    for name, module in sorted(modules.items()):
+        base = os.path.join(root, 'module', name)
+        os.makedirs(base, exist_ok=True)
+        if (module or {}).get('version'):
+            _write(os.path.join(base, 'version'), module['version'])
+        _write(os.path.join(base, 'initstate'), 'live')
 
 
 def _link_stacked_netdevs(root, virtual_netdevs):

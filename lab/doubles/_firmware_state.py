@@ -4,11 +4,19 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Shared state of the lab's firmware test doubles (mlxconfig, mlxfwmanager, mlxfwreset, mst, lab-reboot).
 
-One JSON file per PCI function in <lab root>/firmware/<pci>.json keeps each
+One JSON file per PCI function in <lab root>/firmware/<pci>.json (its MST
+name, its firmware image). The non-volatile configuration belongs to the
+adapter, not to a PCI function: the functions of one adapter (same
+domain:bus:device, 0000:5e:00.0 and 0000:5e:00.1 of a dual-port card) share
+it, and it is kept in the file of the adapter's lowest function - each
 parameter's Default / Current / Next Boot as numbers (array parameters one
-number per element) and the order the card prints them in; a simulated
-firmware reset or reboot copies Next Boot to Current. Every call is appended
-to <lab root>/firmware/calls.log so tests can count sets, resets and reboots.
+number per element) and the order the card prints them in. A set through any
+function is seen through every other; a simulated firmware reset (of any
+function) or a reboot copies Next Boot to Current for the whole adapter and
+starts the burned image on all its functions, as mlxfwreset resets the
+device with all its functions. The flash (mlxfwmanager's burn) is the
+adapter's too. Every call is appended to <lab root>/firmware/calls.log so
+tests can count sets, resets and reboots.
 
 The parameters of a simulated card are those a real card of its generation
 printed (CATALOGS, each from a recorded query), plus the few parameters its
@@ -428,6 +436,38 @@ def pci_of(path):
     return os.path.basename(path)[:-len('.json')]
 
 
+def adapter_of(pci):
+    """``0000:5e:00.1`` -> ``0000:5e:00``: the PCI functions of one adapter share its NV configuration and flash."""
+    return pci.rsplit('.', 1)[0]
+
+
+def adapter_paths(path):
+    """The state files of every function of the adapter ``path`` belongs to, the lowest function first."""
+    adapter = adapter_of(pci_of(path))
+    return [member for member in state_files() if adapter_of(pci_of(member)) == adapter] or [path]
+
+
+def load_nv(path):
+    """The state of a function with its adapter's NV configuration (``params`` and ``order``)."""
+    state = load(path)
+    primary = adapter_paths(path)[0]
+    if primary != path:
+        shared = load(primary)
+        state['params'], state['order'] = shared['params'], shared.get('order')
+    return state
+
+
+def save_nv(path, state):
+    """Save the NV configuration ``state`` (loaded with load_nv) for the whole adapter of ``path``."""
+    primary = adapter_paths(path)[0]
+    if primary == path:
+        save(path, state)
+        return
+    shared = load(primary)
+    shared['params'] = state['params']
+    save(primary, shared)
+
+
 def find_device(device):
     """Return (path, state) of a PCI address or MST path, or (None, None)."""
     if _PCI_RE.match(device):
@@ -445,18 +485,20 @@ def find_device(device):
 
 
 def activate(path):
-    """What a firmware reset or a reboot does: Next Boot becomes Current."""
-    state = load(path)
-    for param in state['params'].values():
-        param['current'] = param['next']
-        if 'elements' in param:
-            param['elements']['current'] = list(param['elements']['next'])
-    # A burned firmware image (mlxfwmanager double) starts running, and the kernel shows its version in fw_ver.
-    firmware = state.get('fw')
-    if firmware and firmware.get('running') != firmware.get('flash'):
-        firmware['running'] = firmware['flash']
-        _show_running_version(pci_of(path), firmware['running'])
-    save(path, state)
+    """What a firmware reset or a reboot does to the adapter of ``path``: Next Boot becomes Current (the adapter's
+    NV configuration, kept with its lowest function), and every function runs the burned image."""
+    for index, member in enumerate(adapter_paths(path)):
+        state = load(member)
+        for param in (state['params'].values() if index == 0 else ()):
+            param['current'] = param['next']
+            if 'elements' in param:
+                param['elements']['current'] = list(param['elements']['next'])
+        # A burned firmware image (mlxfwmanager double) starts running, and the kernel shows its version in fw_ver.
+        firmware = state.get('fw')
+        if firmware and firmware.get('running') != firmware.get('flash'):
+            firmware['running'] = firmware['flash']
+            _show_running_version(pci_of(member), firmware['running'])
+        save(member, state)
 
 
 def _show_running_version(pci, version):

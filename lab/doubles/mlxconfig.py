@@ -7,6 +7,9 @@
     mlxconfig [-d DEVICE] [-e] [-y] q|query [NAME | NAME[i] | NAME[a..b] ...]
     mlxconfig -d DEVICE [-e] [-y] s|set NAME=VALUE ...
 
+The configuration is the adapter's: every PCI function of a card (0000:5e:00.0 and 0000:5e:00.1 of a dual-port
+ConnectX) shows and changes the same values, as on a real card (see _firmware_state).
+
 Prints what mlxconfig prints: the device header, the table (name column of 56, value columns of 33 characters),
 the '*' and RO markers and their notes, the set table with its New column and the apply lines. Refuses what
 mlxconfig refuses, with its messages and exit codes (3 for an error, 2 when the user does not confirm): argument
@@ -35,9 +38,9 @@ from _firmware_state import (  # noqa: E402  pylint: disable=wrong-import-positi
     U32_MAX,
     field,
     find_device,
-    load,
+    load_nv,
     log_call,
-    save,
+    save_nv,
     state_files,
 )
 
@@ -289,7 +292,7 @@ def set_params(path, state, device, assignments, verbose, assume_yes):
             for column in ('default', 'current', 'next'):
                 elements.setdefault(column, [0] * param['size'])
             elements['next'][index] = value
-    save(path, state)
+    save_nv(path, state)
     if fault:
         sys.stdout.write('Failed!\n-E- %s\n' % fault.get('message', 'Failed to set configuration'))
         return RC_ERROR
@@ -335,6 +338,8 @@ def set_assignments(args):
 
 def open_device(device):
     path, state = find_device(device)
+    if state is not None:
+        state = load_nv(path)
     if state is None:
         if not _PCI_LIKE_RE.match(device) and not os.path.exists(device):
             sys.stderr.write('Unable to parse device name %s\n' % device)
@@ -360,7 +365,7 @@ def main(argv):
             return RC_ERROR
         rc = 0
         for index, path in enumerate(files, 1):
-            rc = query_device(load(path), os.path.basename(path)[:-len('.json')], verbose, rest, index) or rc
+            rc = query_device(load_nv(path), os.path.basename(path)[:-len('.json')], verbose, rest, index) or rc
         return rc
     _path, state = open_device(device)
     return query_device(state, device, verbose, rest)

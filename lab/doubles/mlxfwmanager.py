@@ -32,6 +32,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _firmware_state import (  # noqa: E402  pylint: disable=wrong-import-position
+    adapter_paths,
     find_device,
     load,
     log_call,
@@ -142,11 +143,14 @@ def print_device(index, name, state, firmware, image, status):
 
 
 def burn(path, state, image):
-    """Write the image to the flash; the running firmware changes only when a reset or reboot activates it."""
-    state['fw']['flash'] = image['version']
-    if image.get('roms'):
-        state['fw']['roms'] = dict(image['roms'])
-    save(path, state)
+    """Write the image to the adapter's flash (every function of the card shows it); the running firmware changes
+    only when a reset or reboot activates it."""
+    for member in adapter_paths(path):
+        member_state = state if member == path else load(member)
+        member_state['fw']['flash'] = image['version']
+        if image.get('roms'):
+            member_state['fw']['roms'] = dict(image['roms'])
+        save(member, member_state)
 
 
 def main(argv):

@@ -4,6 +4,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Lab test double of mlxfwreset: ``mlxfwreset -d DEVICE -l LEVEL -y r`` activates Next Boot.
 
+The reset is the adapter's, as on a real card: through either function of a dual-port card it activates the shared
+configuration and the burned image for every function at once, so one reset per adapter is enough.
+
 Prints what mlxfwreset prints for a level-3 reset (lines as recorded on a ConnectX-4 host).
 
 A file ``<lab root>/firmware/mlxfwreset-unsupported`` makes every reset fail the

@@ -32,16 +32,18 @@ GROUP_NAMES = names('group names (e.g. group_names)', nullable=True)
 GROUP_EXPECTATIONS = a_dict('group name -> expectation', nullable=True)
 HOST_NAME = a_name('a host name (str)')
 RESULT_PORTS = a_list('port records (dicts)', a_dict('a port record'))
+DEVICES = a_list('rdma_devices records (dicts with device)', a_dict('an rdma_devices record', required=('device',)),
+                 nullable=True)
 FABRIC_GROUPS = a_dict('the groups of rdma_fabrics: group name -> fabric', nullable=True, values=a_dict(
     'a fabric of rdma_fabrics', keys={'hosts': names('host names', nullable=True)}))
 
 
-def _check(name, ports, expectation, group_names, group_expectations):
+def _check(name, ports, expectation, group_names, group_expectations, devices=None):
     try:
         group, resolved = resolve_expectation(expectation, group_names, group_expectations)
     except ExpectationError as exc:
         raise AnsibleFilterError('%s: %s' % (name, exc))
-    result = evaluate_host(list(ports or []), resolved)
+    result = evaluate_host(list(ports or []), resolved, list(devices or []))
     result['group'] = group
     result['expectation'] = resolved
     return result
@@ -49,9 +51,9 @@ def _check(name, ports, expectation, group_names, group_expectations):
 
 @filter_args('rdma_check', ports=PORTS,
              expectation=a_dict('an expectation: link_layer, min_active_ports, min_rate_gbps, devices', nullable=True),
-             group_names=GROUP_NAMES, group_expectations=GROUP_EXPECTATIONS)
-def rdma_check(ports, expectation=None, group_names=None, group_expectations=None):
-    return _check('rdma_check', ports, expectation, group_names, group_expectations)
+             group_names=GROUP_NAMES, group_expectations=GROUP_EXPECTATIONS, devices=DEVICES)
+def rdma_check(ports, expectation=None, group_names=None, group_expectations=None, devices=None):
+    return _check('rdma_check', ports, expectation, group_names, group_expectations, devices)
 
 
 @filter_args('rdma_check_hosts', hosts=names('host names (e.g. ansible_play_hosts_all)', nullable=True),
@@ -86,10 +88,10 @@ def rdma_check_hosts(hosts, hostvars, fabrics=None):
         if host in group_of:
             group_names = [group_of[host]] + [g for g in group_names if g != group_of[host]]
         ports = nested(name, 'ansible_facts.rdma_ports of %s' % host, gathered.get('rdma_ports') or [], PORTS)
-        result = _check('%s: %s' % (name, host), ports, variables.get('rdma_discovery_expected_ports') or None,
-                        group_names, expectations)
         devices = nested(name, 'ansible_facts.rdma_devices of %s' % host, gathered.get('rdma_devices') or [],
                          a_list('rdma_devices records'))
+        result = _check('%s: %s' % (name, host), ports, variables.get('rdma_discovery_expected_ports') or None,
+                        group_names, expectations, [d for d in devices if isinstance(d, dict)])
         result.update(host=host, source=facts.get('source'), devices=list(devices))
         results.append(result)
     return results

@@ -16,7 +16,7 @@ from ansible.plugins.filter.core import to_nice_yaml
 from ansible_collections.gpunet.rdma.plugins.module_utils._nccl import nccl_result
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import roce_gid_index
 from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
-    LATENCY_TOOLS, fold_latency, line_rate_result, pair_tests, parse_ulimit, ring_pairs, ulimit_problem)
+    LATENCY_TOOLS, RailError, fold_latency, line_rate_result, pair_tests, parse_ulimit, ring_pairs, ulimit_problem)
 from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import (
     hostdev_allocatable, mpijob, pod_checks, pod_templates, validation_groups, validation_pods, volcano_job)
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
@@ -246,7 +246,10 @@ def rdma_validate_pairs(fabric_groups, ports_by_host, options=None):
     if unknown:
         raise AnsibleFilterError('rdma_validate_pairs: options.tools has %s, not a perftest tool of '
                                  'gpunet.rdma.perftest' % ', '.join(unknown))
-    pairs = ring_pairs(dict(fabric_groups or {}), dict(ports_by_host or {}), options)
+    try:
+        pairs = ring_pairs(dict(fabric_groups or {}), dict(ports_by_host or {}), options)
+    except RailError as exc:
+        raise AnsibleFilterError('rdma_validate_pairs: the input (fabric groups): %s' % exc)
     for pair in pairs:
         pair['server_tests'], pair['client_tests'] = pair_tests(pair, tools)
     return pairs

@@ -24,9 +24,10 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     run_tool,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
-    RDMA_CORE_MODULES, DriverError, check_kernel_release, check_module_names, check_package_names, kernel_modules,
-    kernels_with_ofed, loaded_module, memory_peers, netns_mode_from_option, ofed_state, parse_dpkg_status,
-    parse_ofed_info, parse_os_release, parse_rdma_system, parse_rpm_query, persisted_option)
+    GPU_OPERATOR_DRIVER_ROOT, RDMA_CORE_MODULES, DriverError, check_kernel_release, check_module_names,
+    check_package_names, kernel_modules, kernels_with_ofed, loaded_module, memory_peers, netns_mode_from_option,
+    nvidia_driver, ofed_state, parse_dpkg_status, parse_ofed_info, parse_os_release, parse_rdma_system,
+    parse_rpm_query, persisted_option)
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import sysfs_root_problem
 
 
@@ -42,6 +43,7 @@ DRIVER_OPTIONS = dict(
     packages=dict(type='list', elements='str', default=[]),
     os_release_path=dict(type='path', default='/etc/os-release'),
     dpkg_status_path=dict(type='path', default='/var/lib/dpkg/status'),
+    nvidia_driver_root=dict(type='path', default=GPU_OPERATOR_DRIVER_ROOT),
 )
 
 # MLNX_OFED installs ofed_info in /usr/bin and its own iproute2 under /opt/mellanox; searched before PATH.
@@ -162,7 +164,10 @@ def gather(module, params, option=lambda name: name):
         check_module_names(params['modules'])
         check_package_names(params['packages'])
         names = list(RDMA_CORE_MODULES) + [name for name in params['modules'] if name not in RDMA_CORE_MODULES]
-        modules, dep_found = kernel_modules(params['modules_root'], kernel, names, module.warn)
+        # The NVIDIA GPU driver is read from the same modules.dep: it decides the GPUDirect mode (host or operator).
+        modules, dep_found = kernel_modules(params['modules_root'], kernel, names + ['nvidia'], module.warn)
+        gpu_driver = nvidia_driver(params['sysfs_root'], modules['nvidia'] if 'nvidia' in names else modules.pop('nvidia'),
+                                   params['nvidia_driver_root'])
         for name, entry in modules.items():
             entry.update(loaded_module(params['sysfs_root'], name))
         ofed_kernels = kernels_with_ofed(params['modules_root'], module.warn)
@@ -171,7 +176,7 @@ def gather(module, params, option=lambda name: name):
         module.fail_json(msg=str(exc))
     ofed = ofed_state(read_ofed(module, params, option), kernel, modules, ofed_kernels, params['sysfs_root'])
     facts = dict(kernel=kernel, modules_dep_found=dep_found, ofed=ofed, modules=modules, netns=netns,
-                 memory_peers=memory_peers(params['sysfs_root']))
+                 memory_peers=memory_peers(params['sysfs_root']), nvidia=gpu_driver)
     facts['os'] = read_os_release(module, params, option)
     facts['package_manager'], facts['packages'] = read_packages(module, params, option)
     return facts

@@ -120,7 +120,29 @@ def normalize(fabric, where='gpunet_rdma_fabric'):
             raise FabricError('%s: %s must be a dict of %s settings, got %s'
                               % (where, key, STAGE_KEYS[key], type(section).__name__))
         result[key] = dict(section)
+    _check_rails(result['validation'].get('rails'), where)
     return result
+
+
+def _check_rails(rails, where):
+    """``validation.rails``: one entry per rail, a device name, a list of names (the first one a node has) or
+    ``{device, port}``. Rails are identified by these device identities, never by position among ACTIVE ports."""
+    if rails is None:
+        return
+    if not isinstance(rails, (list, tuple)):
+        raise FabricError('%s: validation.rails must be a list, one entry per rail (a device name, a list of names or '
+                          '{device, port}), got %s' % (where, type(rails).__name__))
+    for index, entry in enumerate(rails):
+        if isinstance(entry, str) and entry:
+            continue
+        if isinstance(entry, (list, tuple)) and entry and all(isinstance(n, str) and n for n in entry):
+            continue
+        if isinstance(entry, Mapping) and isinstance(entry.get('device'), str) and entry['device'] \
+                and not set(entry) - {'device', 'port'} and (entry.get('port') is None or (
+                    isinstance(entry['port'], int) and not isinstance(entry['port'], bool) and entry['port'] >= 1)):
+            continue
+        raise FabricError('%s: validation.rails[%d] must be a device name (mlx5_0), a list of names (the first one a '
+                          'node has) or {device, port} with port >= 1, got %r' % (where, index, entry))
 
 
 def fleet(hosts, hostvars_of):

@@ -11,10 +11,11 @@ collection's filter plugins and unit-tested directly.
 from __future__ import annotations
 
 import json
+import re
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, check_envelope, plain
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import summary as ledger_summary
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import roce_gid_index
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import is_virtual_function, roce_gid_index
 
 EXPECTATION_KEYS = ('link_layer', 'min_active_ports', 'min_rate_gbps', 'devices')
 LINK_LAYERS = ('InfiniBand', 'Ethernet')
@@ -110,9 +111,12 @@ def _port_label(port):
 
 
 def evaluate_port(port, expectation):
-    """Return ``(verdict, note)`` of one port: ok, slow, down or ignored."""
+    """Return ``(verdict, note)`` of one port: ok, slow, down, ignored, or vf (an SR-IOV virtual function's port, which
+    shares its PF's link and never counts towards an expectation)."""
     if expectation is None:
         return 'unchecked', ''
+    if port.get('virtual_function'):
+        return 'vf', 'SR-IOV VF of %s: not counted (expectations count physical functions)' % _pf_label(port)
     if expectation['link_layer'] and port.get('link_layer') != expectation['link_layer']:
         return 'ignored', 'link layer %s, expected %s' % (port.get('link_layer') or 'unknown',
                                                           expectation['link_layer'])
@@ -127,16 +131,70 @@ def evaluate_port(port, expectation):
     return 'ok', ''
 
 
-def evaluate_host(ports, expectation):
+def _pf_label(port):
+    return port.get('physical_function_device') or port.get('physical_function') or 'an unknown physical function'
+
+
+def _natural(name):
+    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', str(name or ''))]
+
+
+def _parent(vf, pfs):
+    """The PF port a VF's port belongs to: the PF's port of the same number, else its first port; None if unknown."""
+    mine = ([p for p in pfs if p.get('device') == vf.get('physical_function_device')]
+            if vf.get('physical_function_device') else
+            [p for p in pfs if vf.get('physical_function') and p.get('pci_address') == vf.get('physical_function')])
+    mine = mine or [p for p in pfs if vf.get('device') in (p.get('vfs') or [])]
+    return next((p for p in mine if p.get('port') == vf.get('port')), mine[0] if mine else None)
+
+
+def link_ports(ports, devices=None):
+    """Copies of the ports with their SR-IOV role, each VF's port right after its PF's port (whose ``vfs`` names it).
+
+    The facts module gives every port ``virtual_function`` (a VF's port its PF, a PF's port its ``vfs``); for facts
+    without them (cached from an older release) the host's ``rdma_devices`` tell. A VF whose PF port is not among the
+    ports comes last.
+    """
+    by_device = dict((d.get('device'), d) for d in devices or [] if isinstance(d, dict))
+    items = []
+    for port in ports or []:
+        item = dict(port)
+        device = by_device.get(item.get('device'))
+        if item.get('virtual_function') is None and device:
+            item['virtual_function'] = is_virtual_function(device)
+            if item['virtual_function']:
+                item['physical_function'] = device.get('physical_function')
+                item['physical_function_device'] = device.get('physical_function_device')
+        items.append(item)
+    pfs = [p for p in items if not p.get('virtual_function')]
+    children = dict((id(p), []) for p in pfs)
+    orphans = []
+    for vf in [p for p in items if p.get('virtual_function')]:
+        parent = _parent(vf, pfs)
+        (children[id(parent)] if parent is not None else orphans).append(vf)
+    ordered = []
+    for pf in pfs:
+        if pf.get('vfs') is not None or children[id(pf)]:
+            pf['vfs'] = sorted(set(list(pf.get('vfs') or []) + [vf.get('device') for vf in children[id(pf)]]),
+                               key=_natural)
+        ordered.append(pf)
+        ordered.extend(children[id(pf)])
+    return ordered + orphans
+
+
+def evaluate_host(ports, expectation, devices=None):
     """Check the ``rdma_ports`` of one host against a normalized expectation.
+
+    Only ports of physical functions count: an SR-IOV VF's port (verdict ``vf``) is listed right after its PF's port
+    and never satisfies ``min_active_ports``, ``min_rate_gbps`` or ``devices``. ``devices`` (the host's
+    ``rdma_devices``) tells VFs apart for facts whose ports do not say.
 
     Returns ``{verdict, ok_ports, ports, problems}`` where every port carries
     its own ``verdict`` and ``note``.
     """
     checked = []
-    for port in ports or []:
-        verdict, note = evaluate_port(port, expectation)
-        item = dict(port)
+    for item in link_ports(ports, devices):
+        verdict, note = evaluate_port(item, expectation)
         item['verdict'] = verdict
         item['note'] = note
         checked.append(item)
@@ -148,15 +206,26 @@ def evaluate_host(ports, expectation):
         if not checked:
             problems.append('no RDMA port found')
         if len(ok) < expectation['min_active_ports']:
-            problems.append('expected %s, found %d' % (describe_expectation(expectation), len(ok)))
+            text = 'expected %s, found %d' % (describe_expectation(expectation), len(ok))
+            vf_up = [p for p in checked if p['verdict'] == 'vf' and p.get('state') == 'ACTIVE']
+            if vf_up:
+                one = len(vf_up) == 1
+                text += (' on physical functions (the %d ACTIVE SR-IOV VF port%s %s do%s not count: a VF shares its '
+                         'PF\'s link)' % (len(vf_up), '' if one else 's', ', '.join(_port_label(p) for p in vf_up),
+                                          'es' if one else ''))
+            problems.append(text)
             for port in checked:
                 if port['verdict'] in ('down', 'slow'):
                     problems.append('%s (%s): %s / %s: %s' % (_port_label(port), port.get('netdev') or 'no netdev',
                                                               port.get('state'), port.get('physical_state'),
                                                               port['note']))
         ok_devices = set(p['device'] for p in ok)
+        vf_devices = dict((p['device'], p) for p in checked if p['verdict'] == 'vf')
         for device in expectation['devices']:
-            if device not in ok_devices:
+            if device in vf_devices:
+                problems.append('%s is an SR-IOV VF of %s: expectations count physical functions; name %s in devices'
+                                % (device, _pf_label(vf_devices[device]), _pf_label(vf_devices[device])))
+            elif device not in ok_devices:
                 problems.append('%s has no port that meets the expectation' % device)
         verdict = FAIL if problems else PASS
     return {'verdict': verdict, 'ok_ports': len(ok), 'ports': checked, 'problems': problems}
@@ -278,6 +347,9 @@ def driver_state(ofed=None, netns=None, gpudirect=None):
             'loaded': sorted(name for name, module in modules.items() if module.get('loaded')),
             'memory_peer_version': gpudirect.get('memory_peer_version'),
             'gdrdrv_device': gpudirect.get('gdrdrv_device'),
+            # who decided the mode (inventory, or the node's NVIDIA driver) and why a node has none
+            'mode_from': gpudirect.get('mode_from'),
+            'reason': gpudirect.get('reason'),
         }
     return state
 
@@ -309,7 +381,7 @@ def cluster_state(record):
 
 _VALIDATION_KEYS = ('kind', 'host', 'server', 'device', 'port', 'netdev', 'gid_index', 'average_gbps',
                     'line_rate_gbps', 'line_rate_pct', 'min_line_rate_pct', 'memlock', 'ok', 'problem',
-                    'group', 'rail', 'server_device', 'latency_tool', 'latency_usec', 'latency_p99_usec',
+                    'group', 'rail', 'rail_name', 'server_device', 'latency_tool', 'latency_usec', 'latency_p99_usec',
                     'max_latency_usec', 'latency_ok')
 _NCCL_KEYS = ('group', 'job', 'state', 'ok', 'problem', 'transport', 'networks', 'ib_devices', 'link_layers',
               'nics_per_node', 'gdr', 'expect_gdr', 'hosts', 'ranks', 'socket_hosts', 'nccl_version', 'size_bytes',
@@ -416,8 +488,11 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
             'fail': counts[FAIL],
             'unchecked': counts[UNCHECKED],
             'no_facts': counts[MISSING],
-            'ports': sum(len(h['ports']) for h in hosts),
-            'active_ports': sum(len([p for p in h['ports'] if p.get('state') == 'ACTIVE']) for h in hosts),
+            # ports of physical functions; an SR-IOV VF's port shares its PF's link and is counted apart
+            'ports': sum(len([p for p in h['ports'] if not p.get('virtual_function')]) for h in hosts),
+            'active_ports': sum(len([p for p in h['ports'] if p.get('state') == 'ACTIVE'
+                                     and not p.get('virtual_function')]) for h in hosts),
+            'vf_ports': sum(len([p for p in h['ports'] if p.get('virtual_function')]) for h in hosts),
             'failed_hosts': failed,
             'stages': stages['stages'],
             'pending': stages['pending'],
@@ -485,6 +560,14 @@ def gid_cell(port):
         return 'none: no IPv4 address on %s' % (port.get('netdev') or 'the port')
     entry = next(g for g in port['gids'] if g['index'] == index)
     return '%d (%s)' % (index, entry['ipv4'])
+
+
+def port_verdict_text(port):
+    """A port's verdict cell: the verdict, its note, and the SR-IOV VFs of a PF's port."""
+    text = str(port.get('verdict') or 'unchecked') + (': %s' % port['note'] if port.get('note') else '')
+    if port.get('vfs'):
+        text += ' (SR-IOV VFs: %s)' % ', '.join(str(vf) for vf in port['vfs'])
+    return text
 
 
 def _netdev_cell(port):
@@ -669,6 +752,8 @@ def gpudirect_text(gpudirect):
         return None
     if gpudirect.get('mode') == 'gpu_operator':
         return 'GPU Operator'
+    if gpudirect.get('mode') == 'none':
+        return 'none (%s)' % (gpudirect.get('reason') or 'not used')
     if gpudirect.get('load_skipped'):
         return 'persisted %s (load skipped)' % ', '.join(gpudirect.get('persisted') or [])
     text = 'loaded %s' % (', '.join(gpudirect.get('loaded') or []) or 'none')
@@ -762,12 +847,29 @@ def latency_cell(test):
     return text
 
 
+def rail_text(test):
+    """A pair's rail by its identity: ``rail 2 (mlx5_2)``; None for a test that is not on a rail (listed pairs)."""
+    if test.get('rail') in (None, ''):
+        return None
+    return 'rail %s (%s)' % (test['rail'], test['rail_name']) if test.get('rail_name') else 'rail %s' % test['rail']
+
+
+def test_label(test):
+    """The test column of a validation record: its kind, for a pair the server and the rail."""
+    if test.get('kind') != 'pair':
+        return test.get('kind')
+    rail = rail_text(test)
+    return 'pair from %s%s' % (test.get('server'), ', %s' % rail if rail else '')
+
+
 def pair_parts(tests):
-    """The text of one pair-matrix cell, one part per test: ``[mlx5_0: ]94.71 Gb/s, 94.7 %[, 1.42 usec]``."""
+    """The text of one pair-matrix cell, one part per test: ``[rail 0 (mlx5_0): ]94.71 Gb/s, 94.7 %[, 1.42 usec]``
+    (a test off the rails by its device)."""
     parts = []
     for test in tests:
         pct = test.get('line_rate_pct')
-        text = '%s%s Gb/s, %s' % (('%s: ' % test.get('device')) if len(tests) > 1 else '',
+        label = rail_text(test) if test.get('rail_name') else test.get('device')
+        text = '%s%s Gb/s, %s' % (('%s: ' % label) if len(tests) > 1 else '',
                                   _fmt_number(test.get('average_gbps')) if test.get('average_gbps') is not None
                                   else '-', '-' if pct is None else '%.1f %%' % pct)
         if test.get('latency_usec') is not None:
@@ -855,9 +957,8 @@ def _validation_section(report):
     lines += ['| host | test | device | port | netdev | Gb/s | line rate | % of line rate | latency | memlock '
               '| status |', '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for test in tests:
-        kind = test['kind'] if test['kind'] != 'pair' else 'pair from %s' % test['server']
         lines.append('| %s |' % ' | '.join(_cell(v) for v in (
-            test['host'], kind, test['device'], test['port'], test['netdev'], test['average_gbps'],
+            test['host'], test_label(test), test['device'], test['port'], test['netdev'], test['average_gbps'],
             ('%g Gb/s' % test['line_rate_gbps']) if test['line_rate_gbps'] else None,
             ('%.1f %%' % test['line_rate_pct']) if test['line_rate_pct'] is not None else None,
             latency_cell(test), test['memlock'], _test_status(test))))
@@ -963,10 +1064,14 @@ def render_markdown(report):
     lines = [
         '# RDMA fleet report',
         '',
-        '%d hosts: %d pass, %d fail, %d unchecked, %d without facts. %d ports, %d ACTIVE.' % (
+        '%d hosts: %d pass, %d fail, %d unchecked, %d without facts. %d ports, %d ACTIVE.%s' % (
             summary['hosts'], summary['pass'], summary['fail'], summary['unchecked'], summary['no_facts'],
-            summary['ports'], summary['active_ports']),
+            summary['ports'], summary['active_ports'],
+            ' %d SR-IOV VF ports besides (never counted: a VF shares its PF\'s link).' % summary['vf_ports']
+            if summary.get('vf_ports') else ''),
     ]
+    if summary.get('failed_hosts'):
+        lines.append('Failed hosts: %s.' % ', '.join(summary['failed_hosts']))
     actions = dict(ACTIONS)
     pending = [('%s pending' % actions[action], hosts) for action, hosts in sorted(
         (summary.get('pending') or {}).items(), key=lambda item: [name for name, _t in ACTIONS].index(item[0]))]
@@ -1000,7 +1105,7 @@ def render_markdown(report):
     ]
     for host in report['hosts']:
         for port in host['ports']:
-            verdict = port['verdict'] + (': %s' % port['note'] if port.get('note') else '')
+            verdict = port_verdict_text(port)
             lines.append('| %s |' % ' | '.join(_cell(v) for v in (
                 host['host'], host['group'], port['device'], port['port'], _netdev_cell(port), _state_cell(port),
                 port.get('link_layer'), _rate_cell(port), gid_cell(port), verdict)))

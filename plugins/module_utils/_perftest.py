@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import zlib
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import roce_gid_index
+from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address, roce_gid_index
 
 MIB_PER_SECOND_IN_GBPS = 2 ** 20 * 8 / 1e9
 # Gb/s per unit of the numbers; MB/sec and MiB/sec are the same 2**20 bytes per second.
@@ -465,23 +465,51 @@ def _natural(name):
     return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', str(name))]
 
 
-def node_rails(ports, link_layer=None, rails=None, virtual_functions=()):
-    """The rails of one node: ``[port or None]``, rail ``i`` at index ``i``.
+class RailError(ValueError):
+    """A fabric's ``validation.rails`` that cannot be used on a node; the message names the entry and the node."""
 
-    Without ``rails`` a rail is the position of an ACTIVE port of the link layer in the node's ports sorted by device
-    (natural order: mlx5_2 before mlx5_10) and port - the Spiderpool RoCE guide's rail-optimized nodes, one NIC per
-    GPU, cabled the same way on every node. ``rails`` (a fabric's ``validation.rails``) names them instead: one entry
-    per rail, a device name, a list of names (the first one a node has) or ``{device, port}``. The node's SR-IOV
-    virtual functions (``virtual_functions``: their device names) share their PF's cable and are no rail.
+
+def _is_vf(port, virtual_functions):
+    return bool(port.get('virtual_function')) or port.get('device') in virtual_functions
+
+
+def _pci_key(port):
+    """PCI address order (domain, bus, device, function), then the port number; ports whose function is unknown (a
+    command source without sysfs) after them, in device order."""
+    pci = normalize_pci_address(port.get('pci_address'))
+    return (0 if pci else 1, pci or '', _natural(port.get('device')), port.get('port') or 0)
+
+
+def rail_entry_name(entry):
+    """The identity of a fabric ``validation.rails`` entry: ``mlx5_2``, ``mlx5_9|mlx5_0`` (the first a node has),
+    ``mlx5_0/2`` (a device's port)."""
+    if isinstance(entry, dict):
+        return '%s/%s' % (entry.get('device'), int(entry.get('port') or 1))
+    if isinstance(entry, (list, tuple)):
+        return '|'.join(str(name) for name in entry)
+    return str(entry)
+
+
+def node_rails(ports, link_layer=None, rails=None, virtual_functions=()):
+    """The rails of one node: ``[port or None]``, rail ``i`` at index ``i``; None where the node's port of that rail
+    is not ACTIVE (or missing), so that a dead port leaves a gap instead of shifting the rails after it.
+
+    Rails are ports of physical functions: an SR-IOV VF (a port with ``virtual_function``, or a device named in
+    ``virtual_functions``) shares its PF's cable and is no rail. Without ``rails`` rail ``i`` is the ``i``-th port of the
+    link layer, ACTIVE or not, in PCI address order of the node's functions (then port number) - the Spiderpool RoCE
+    guide's rail-optimized nodes, one NIC per GPU, cabled the same way on every node. ``rails`` (a fabric's
+    ``validation.rails``) names them instead: one entry per rail, a device name, a list of names (the first one the
+    node has) or ``{device, port}``. An entry that names a VF of the node raises RailError.
     """
-    active = [p for p in ports or [] if isinstance(p, dict) and p.get('state') == 'ACTIVE'
-              and (not link_layer or p.get('link_layer') == link_layer)
-              and p.get('device') not in virtual_functions]
-    active.sort(key=lambda p: (_natural(p.get('device')), p.get('port') or 0))
+    ports = [p for p in ports or [] if isinstance(p, dict)]
+    candidates = [p for p in ports if (not link_layer or p.get('link_layer') == link_layer)
+                  and not _is_vf(p, virtual_functions)]
+    candidates.sort(key=_pci_key)
     if not rails:
-        return active
+        return [p if p.get('state') == 'ACTIVE' else None for p in candidates]
+    vf_names = set(p.get('device') for p in ports if _is_vf(p, virtual_functions)) | set(virtual_functions or ())
     found = []
-    for entry in rails:
+    for index, entry in enumerate(rails):
         if isinstance(entry, dict):
             wanted = [(entry.get('device'), int(entry.get('port') or 1))]
         elif isinstance(entry, (list, tuple)):
@@ -490,11 +518,30 @@ def node_rails(ports, link_layer=None, rails=None, virtual_functions=()):
             wanted = [(entry, None)]
         port = None
         for device, number in wanted:
-            port = next((p for p in active if p.get('device') == device and number in (None, p.get('port'))), None)
+            if device in vf_names:
+                raise RailError('validation.rails[%d] (%s) names %s, an SR-IOV virtual function of this node: a VF '
+                                'shares its PF\'s cable and is no rail; name the physical function'
+                                % (index, rail_entry_name(entry), device))
+            port = next((p for p in candidates if p.get('device') == device and number in (None, p.get('port'))), None)
             if port is not None:
                 break
-        found.append(port)
+        found.append(port if port is not None and port.get('state') == 'ACTIVE' else None)
     return found
+
+
+def _rail_name(rails, rail, server_port, client_port):
+    """A pair's rail by identity: the fabric's entry, else the PCI function (and port) of the client's rail port, with
+    the server's when it differs."""
+    if rails:
+        return rail_entry_name(rails[rail])
+    names = []
+    for port in (client_port, server_port):
+        pci = normalize_pci_address(port.get('pci_address'))
+        text = pci or str(port.get('device'))
+        if int(port.get('port') or 1) != 1:
+            text += '/%d' % int(port['port'])
+        names.append(text)
+    return names[0] if names[0] == names[1] else '%s, server %s' % tuple(names)
 
 
 def _pair_key(seed, pair):
@@ -527,8 +574,9 @@ def ring_pairs(fabric_groups, ports_by_host, options=None):
     ``pair_sample``; 0 keeps them), ``seed`` (another seed picks another sample), ``line_rate_gbps`` and
     ``max_latency_usec`` (override the fabrics'), ``explicit`` (listed pairs ``{server, client, device,
     client_device, address}``, kept first; a generated pair that repeats one is dropped).
-    Returns ``[{group, rail, server, client, device, port, client_device, client_port, server_gid_index,
-    client_gid_index, link_layer, netdev, line_rate_gbps, max_latency_usec, min_line_rate_pct, address?}]``.
+    Returns ``[{group, rail, rail_name, server, client, device, port, client_device, client_port, server_gid_index,
+    client_gid_index, link_layer, netdev, line_rate_gbps, max_latency_usec, min_line_rate_pct, address?}]``; ``rail``
+    is the index of :func:`node_rails`, ``rail_name`` its identity (the fabric's entry, else the PCI function).
     """
     options = dict(options or {})
     only = set(options.get('hosts') or []) or None
@@ -551,6 +599,7 @@ def ring_pairs(fabric_groups, ports_by_host, options=None):
         if item.get('address'):
             pair['address'] = item['address']
         pair['min_line_rate_pct'] = validation.get('min_line_rate_pct')
+        pair['rail_name'] = None
         pairs.append(pair)
     listed = set((p['client'], p['server'], p['device']) for p in pairs)
     for name, fabric in sorted((fabric_groups or {}).items()):
@@ -558,10 +607,14 @@ def ring_pairs(fabric_groups, ports_by_host, options=None):
         if validation.get('ring') is False:
             continue
         hosts = [h for h in fabric.get('hosts') or [] if (only is None or h in only) and h in ports_by_host]
-        node = dict((h, node_rails(ports_by_host.get(h), fabric.get('link_layer'), validation.get('rails'),
-                                   [d.get('device') for d in (options.get('devices') or {}).get(h) or []
-                                    if isinstance(d, dict) and d.get('virtual_function')]))
-                    for h in hosts)
+        node = {}
+        for host in hosts:
+            try:
+                node[host] = node_rails(ports_by_host.get(host), fabric.get('link_layer'), validation.get('rails'),
+                                        [d.get('device') for d in (options.get('devices') or {}).get(host) or []
+                                         if isinstance(d, dict) and d.get('virtual_function')])
+            except RailError as exc:
+                raise RailError('group %s, host %s: %s' % (name, host, exc))
         group_pairs = []
         for rail in range(max([len(r) for r in node.values()] or [0])):
             members = [h for h in hosts if rail < len(node[h]) and node[h][rail] is not None]
@@ -575,6 +628,7 @@ def ring_pairs(fabric_groups, ports_by_host, options=None):
                              options.get('max_latency_usec') if options.get('max_latency_usec') not in (None, '')
                              else validation.get('max_latency_usec'))
                 pair['min_line_rate_pct'] = validation.get('min_line_rate_pct')
+                pair['rail_name'] = _rail_name(validation.get('rails'), rail, node[server][rail], node[client][rail])
                 if (pair['client'], pair['server'], pair['device']) not in listed:
                     group_pairs.append(pair)
         sample = int(options.get('sample') or validation.get('pair_sample') or 0)

@@ -242,6 +242,37 @@ def loaded_module(sysfs_root, name):
     return dict(loaded=initstate in (None, 'live'), builtin=initstate is None, version=version)
 
 
+# The GPU Operator's driver container bind-mounts its root file system here on the host (the toolkit's driverRoot).
+GPU_OPERATOR_DRIVER_ROOT = '/run/nvidia/driver'
+
+
+def nvidia_driver(sysfs_root, installed, driver_root):
+    """Where this node's NVIDIA GPU kernel driver comes from: ``{source, loaded, version, host_installed,
+    host_path, gpu_operator_root}``.
+
+    ``installed`` is the modules.dep entry of ``nvidia`` for the running kernel (``{installed, path, origin}``).
+    ``source`` is V(gpu_operator) while the GPU Operator's driver container root exists (its modules live in the
+    container, not in the host's modules.dep), V(host) when the host's kernel has or runs the driver, and None when
+    the node has no NVIDIA driver at all (a CPU node, or a GPU node whose driver is not installed yet).
+    """
+    loaded = loaded_module(sysfs_root, 'nvidia')
+    operator_root = bool(driver_root) and os.path.isdir(driver_root)
+    if operator_root:
+        try:
+            operator_root = len(os.listdir(driver_root)) > 0
+        except OSError:
+            operator_root = False
+    if operator_root:
+        source = 'gpu_operator'
+    elif installed['installed'] or loaded['loaded']:
+        source = 'host'
+    else:
+        source = None
+    return dict(source=source, loaded=loaded['loaded'], version=loaded['version'],
+                host_installed=installed['installed'], host_path=installed['path'],
+                gpu_operator_root=driver_root if operator_root else None)
+
+
 def memory_peers(sysfs_root):
     """Peer-memory clients registered with the OFED core (``/sys/kernel/mm/memory_peers/NAME/version``)."""
     base = os.path.join(sysfs_root, 'kernel', 'mm', 'memory_peers')

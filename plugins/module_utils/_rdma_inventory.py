@@ -75,6 +75,8 @@ VF_DEVICE_IDS = frozenset(['MT4098', 'MT4100', 'MT4114', 'MT4116', 'MT4118', 'MT
 PORT_KEYS = (
     'device', 'port', 'netdev', 'netdev_state', 'state', 'physical_state',
     'link_layer', 'rate_gbps', 'rate', 'lid', 'sm_lid', 'pci_address', 'gids', 'source', 'unknown',
+    # SR-IOV: a VF's port names its PF (the device's), a PF's port lists the VF devices of its function.
+    'virtual_function', 'physical_function', 'physical_function_device', 'vfs',
 )
 DEVICE_KEYS = (
     'device', 'pci_address', 'node_guid', 'node_desc', 'fw_ver', 'hca_type', 'board_id',
@@ -122,6 +124,7 @@ def empty_port(device, port, source=None):
     record['port'] = port
     record['source'] = source
     record['unknown'] = []
+    record['vfs'] = []
     return record
 
 
@@ -271,6 +274,34 @@ def devices_from_ports(ports, details=None):
     return [devices[name] for name in sorted(devices, key=_natural_key)]
 
 
+def link_functions(ports, devices):
+    """Give each port the SR-IOV role of its device: ``virtual_function`` (None when the source does not tell), and
+    for a VF's port its PF (``physical_function``, ``physical_function_device``); a PF's port lists the VF devices
+    whose PF it is (``vfs``, natural order). A VF of a multi-port function belongs to the PF port of the same number
+    (else to the PF's first port). Returns ``ports``.
+    """
+    by_device = dict((d['device'], d) for d in devices or [])
+    for port in ports:
+        device = by_device.get(port['device']) or {}
+        virtual = is_virtual_function(device) if device else None
+        port['virtual_function'] = virtual
+        port['physical_function'] = device.get('physical_function') if virtual else None
+        port['physical_function_device'] = device.get('physical_function_device') if virtual else None
+        port['vfs'] = []
+    pf_ports = [p for p in ports if not p['virtual_function']]
+    for port in sort_ports([p for p in ports if p['virtual_function']]):
+        if port['physical_function_device']:
+            mine = [p for p in pf_ports if p['device'] == port['physical_function_device']]
+        elif port['physical_function']:
+            mine = [p for p in pf_ports if p['pci_address'] == port['physical_function']]
+        else:
+            mine = []
+        parent = next((p for p in mine if p['port'] == port['port']), mine[0] if mine else None)
+        if parent is not None and port['device'] not in parent['vfs']:
+            parent['vfs'].append(port['device'])
+    return ports
+
+
 def _add_port(ports, seen, record, line):
     """Append ``record`` unless the same port was listed before: identical lines are dropped, conflicting ones
     (two netdevs for one port) are an error, since picking one would be a guess."""
@@ -349,7 +380,8 @@ class SysfsReader(object):
                                         pci_address, netdevs_by_port))
         self._name_physical_functions(details)
         ports = mark_unknown(sort_ports(ports))
-        return ports, devices_from_ports(ports, details)
+        devices = devices_from_ports(ports, details)
+        return link_functions(ports, devices), devices
 
     def _device_details(self, device_dir, pci_address):
         record = {'pci_address': pci_address}
@@ -583,6 +615,7 @@ def fill_from_sysfs(ports, devices, reader):
             if device[key] is None:
                 device[key] = known[key]
     mark_unknown(ports)
+    link_functions(ports, devices)
     return filled
 
 
@@ -662,7 +695,8 @@ def parse_ibdev2netdev(text):
         record['netdev'] = check_netdev_name(match.group('netdev'), 'ibdev2netdev line %r' % printable(raw, 200))
         _add_port(ports, seen, record, raw)
     ports = mark_unknown(sort_ports(ports))
-    return ports, devices_from_ports(ports, details)
+    devices = devices_from_ports(ports, details)
+    return link_functions(ports, devices), devices
 
 
 # ----------------------------------------------------------------- rdma link
@@ -799,7 +833,8 @@ def parse_rdma_link(text):
     else:
         ports = _parse_rdma_link_text(text)
     ports = mark_unknown(sort_ports(ports))
-    return ports, devices_from_ports(ports)
+    devices = devices_from_ports(ports)
+    return link_functions(ports, devices), devices
 
 
 # ------------------------------------------------------- what the builders say

@@ -34,7 +34,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import firmware_inventory_rows, gid_cell
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
     LOAD_TESTS_NOT_ASKED, allocatable_cells, driver_problems, gpudirect_text, latency_cell, nccl_cells, netns_text,
-    ofed_text, pair_matrix, pair_parts, pod_check_cells)
+    ofed_text, pair_matrix, pair_parts, pod_check_cells, port_verdict_text, test_label)
 
 DEFAULT_MIN_LINE_RATE_PCT = 90
 
@@ -68,7 +68,7 @@ td.verdict.pass, td.verdict.ok, td.status.ok { background: #c6f6d5 !important; c
 td.verdict.fail, td.verdict.down, td.verdict.slow, td.status.failed { background: #fed7d7 !important;
                                                                        color: #822727; }
 td.verdict.no-facts, td.status.pending { background: #feebc8 !important; color: #7b341e; }
-td.verdict.unchecked, td.verdict.ignored, td.status.skipped { background: #edf2f7 !important; color: #4a5568; }
+td.verdict.unchecked, td.verdict.ignored, td.verdict.vf, td.status.skipped { background: #edf2f7 !important; color: #4a5568; }
 td.status.changed { background: #bee3f8 !important; color: #2a4365; }
 div.bar { position: relative; width: 200px; height: 14px; background: #e2e8f0; border-radius: 3px; }
 div.bar span.fill { position: absolute; left: 0; top: 0; bottom: 0; border-radius: 3px; }
@@ -208,6 +208,8 @@ def _header(report):
     lines.append('</div>')
     text = '%s hosts: %s pass, %s fail, %s unchecked, %s without facts. %s ports, %s ACTIVE.' % tuple(
         summary.get(key, 0) for key in ('hosts', 'pass', 'fail', 'unchecked', 'no_facts', 'ports', 'active_ports'))
+    if summary.get('vf_ports'):
+        text += ' %s SR-IOV VF ports besides (never counted: a VF shares its PF\'s link).' % summary['vf_ports']
     lines.append(_note(text, 'summary-text'))
     stages = summary.get('stages') or {}
     if stages:
@@ -269,7 +271,7 @@ def _ports(report):
     for host in report['hosts']:
         for port in host.get('ports') or []:
             verdict = port.get('verdict') or 'unchecked'
-            text = _e(verdict) + (': %s' % escape(str(port['note'])) if port.get('note') else '')
+            text = _e(port_verdict_text(port))
             rows.append(_row((
                 host.get('host'), host.get('group'), port.get('device'), port.get('port'), _port_netdev(port),
                 _port_state(port), port.get('link_layer'), _gbps(port.get('rate_gbps')), gid_cell(port),
@@ -323,7 +325,7 @@ def _validation(report, threshold):
     for test in tests:
         pct = _number(test.get('line_rate_pct'))
         kind = test.get('kind')
-        label = 'pair from %s' % test.get('server') if kind == 'pair' else kind
+        label = test_label(test)
         ok = bool(test.get('ok'))
         rows.append(_row((
             test.get('host'), label, test.get('device'), test.get('port'), test.get('netdev'),

@@ -25,7 +25,9 @@ description:
     netdev of a port the command printed none for) fills the gaps; RV(sysfs_filled) says so.
   - SR-IOV virtual functions are reported as such in RV(ansible_facts.rdma_devices) (sysfs C(physfn) link, or
     the device ID printed by C(ibdev2netdev -v)), with the PCI address and device name of their physical
-    function, so that later stages (firmware) can leave them alone.
+    function, so that later stages (firmware) can leave them alone. Their ports in RV(ansible_facts.rdma_ports) say
+    so too and name their PF, and each PF's port lists its VFs (C(vfs)); discovery's expectations and validation's
+    rails count ports of physical functions only.
   - A host without RDMA devices is not an error. The facts are empty lists and RV(msg) says why. A mistyped
     O(sysfs_root) (missing, or not a sysfs mount) is an error naming it.
   - The module reads only; it changes nothing on the host.
@@ -145,6 +147,12 @@ options:
         description: dpkg's status database, read for O(driver.packages) on Debian-like hosts.
         type: path
         default: /var/lib/dpkg/status
+      nvidia_driver_root:
+        description:
+          - Where the GPU Operator's driver container bind-mounts its root file system on the host. While it exists and is
+            not empty, the NVIDIA driver is the operator's (C(ansible_facts.rdma_driver.nvidia.source) V(gpu_operator)).
+        type: path
+        default: /run/nvidia/driver
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -310,6 +318,28 @@ ansible_facts:
           type: list
           elements: str
           sample: [link_layer, rate_gbps]
+        virtual_function:
+          description:
+            - V(true) for a port of an SR-IOV virtual function, as its device's C(virtual_function); V(null) when the
+              source does not tell. A VF shares its PF's link, so discovery's expectations and validation's rails count
+              only the other ports.
+          type: bool
+          sample: false
+        physical_function:
+          description: For a VF's port, the PCI address of its physical function; V(null) otherwise or when unknown.
+          type: str
+          sample: "0000:0b:00.0"
+        physical_function_device:
+          description: For a VF's port, the RDMA device of its physical function, when sysfs lists it.
+          type: str
+          sample: mlx5_0
+        vfs:
+          description:
+            - For a PF's port, the RDMA devices of the VFs whose PF it is (the port of the same number, else the PF's
+              first port), natural order; empty otherwise.
+          type: list
+          elements: str
+          sample: [mlx5_8, mlx5_9]
     rdma_devices:
       description: One item per RDMA device, sorted by device name (natural order).
       returned: always
@@ -398,7 +428,7 @@ ansible_facts:
         unresolved: []
     rdma_driver:
       description:
-        - With O(driver), the driver stack (kernel, modules, OFED, netns mode, memory peers, distribution and packages),
+        - With O(driver), the driver stack (kernel, modules, OFED, netns mode, memory peers, NVIDIA GPU driver, distribution and packages),
           exactly as M(gpunet.rdma.rdma_driver_facts) returns it under C(ansible_facts.rdma_driver).
       returned: when O(driver) is given
       type: dict

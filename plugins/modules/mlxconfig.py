@@ -30,6 +30,11 @@ description:
     values are queried by name (C(mlxconfig -d DEVICE -e q NAME[index])) before they are compared.
   - When the C(set) call fails, the module queries the device again and reports what the tool said, what was set
     before the failure and what is now pending.
+  - The non-volatile configuration belongs to the adapter, not to a PCI function - the functions of a dual-port card
+    (V(0000:3b:00.0) and V(0000:3b:00.1), the same domain:bus:device) show and change the same values. With
+    O(devices), functions of one adapter are queried and set once, through the first of them given; each of the
+    others gets the adapter's result (its C(configured_through) in RV(results)), and a firmware reset of any one function
+    activates the adapter (RV(adapters)).
   - Works with mlxconfig from NVIDIA MFT and with C(mstconfig) from mstflint, which has the same syntax. The
     table layouts of every release are read, older releases (name column of 36 or 44 characters, 16-character
     values that an exactly 16-character value touches, the oldest printing C(PCI device:)), releases around MFT 4.30
@@ -52,8 +57,10 @@ options:
       - Every device is resolved, queried and planned before anything is set on any of them, so a request one device
         refuses sets nothing anywhere. The devices are then set one after the other; a failure names what was set on
         the devices before it.
-      - The result holds one entry per device in RV(results); the top-level RV(changes), RV(pending) and
-        RV(reboot_required) are then absent, C(changed) is true when any device changed.
+      - The result holds one entry per device in RV(results) and one per adapter in RV(adapters); the top-level
+        RV(changes), RV(pending) and RV(reboot_required) are then absent, C(changed) is true when any device changed.
+      - PCI functions of one adapter (same domain:bus:device) share its configuration; it is queried and set through
+        the first of them in O(devices) only.
     type: list
     elements: str
   params:
@@ -142,10 +149,61 @@ results:
   description:
     - With O(devices), one entry per device in the order given, each with the keys returned for O(device)
       (RV(device), RV(requested), RV(executable), RV(config), RV(changes), RV(pending), RV(layout), RV(columns),
-      RV(reboot_required)) and C(changed).
+      RV(reboot_required), RV(adapter)), C(changed) and C(configured_through).
+    - C(configured_through) is the device the adapter's configuration was queried and set through, the entry's own
+      RV(device), or for another function of the same adapter the first one given. Such an entry has the adapter's
+      RV(config) and RV(pending), no RV(changes) of its own and C(changed=false).
   returned: when O(devices) is given
   type: list
   elements: dict
+adapters:
+  description:
+    - With O(devices), one entry per adapter in the order its first function was given. A firmware reset
+      (C(mlxfwreset -d FUNCTION)) or a reboot activates what is pending for all its functions at once.
+  returned: when O(devices) is given
+  type: list
+  elements: dict
+  sample:
+    - adapter: "0000:3b:00"
+      functions: ["0000:3b:00.0", "0000:3b:00.1"]
+      requested: [mlx5_0, mlx5_1]
+      configured_through: "0000:3b:00.0"
+      changes: {LINK_TYPE_P2: {before: "IB(1)", after: "ETH(2)"}}
+      pending: [LINK_TYPE_P2]
+      reboot_required: true
+  contains:
+    adapter:
+      description: The adapter's PCI domain:bus:device (the C(adapters) of M(gpunet.rdma.ibdev2netdev_facts)'s
+        management path), or the device path as given when it is not a PCI address.
+      type: str
+    functions:
+      description: The adapter's PCI functions (or the device path) given in O(devices), in that order.
+      type: list
+      elements: str
+    requested:
+      description: The same devices as given in O(devices).
+      type: list
+      elements: str
+    configured_through:
+      description: The function its configuration was queried and set through.
+      type: str
+    changes:
+      description: What was set (or would be set) on the adapter, as RV(changes).
+      type: dict
+    pending:
+      description: The adapter's parameters whose Current value differs from Next Boot, as RV(pending).
+      type: list
+      elements: str
+    reboot_required:
+      description: True when RV(adapters[].pending) is not empty.
+      type: bool
+adapter:
+  description:
+    - The adapter the device belongs to, its PCI domain:bus:device (V(0000:3b:00) for V(0000:3b:00.1)); its
+      functions share its configuration. The device path as given when it is not a PCI address.
+  returned: with O(device); with O(devices) in each entry of RV(results)
+  type: str
+  sample: "0000:3b:00"
 requested:
   description: The device as given in O(device) or O(devices) (for example the RDMA device name).
   returned: with O(device); with O(devices) in each entry of RV(results)
@@ -244,6 +302,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import (
     render_next_boot,
     split_value,
 )
+from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import adapter_of
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
 
@@ -387,10 +446,13 @@ def public_config(config):
                 for name, entry in config.items())
 
 
-def prepare(module, executable, requested, wanted):
-    """Resolve, query and plan one device; fails (nothing set anywhere) on any problem with the request."""
-    device = resolve_device(module, requested.strip() if isinstance(requested, str) else requested,
-                            module.params['sysfs_root'])
+def adapter_of_device(device):
+    """The adapter of a resolved device: domain:bus:device of a PCI address, else the device path itself."""
+    return adapter_of(device) if normalize_pci_address(device) == device else device
+
+
+def prepare(module, executable, requested, wanted, device):
+    """Query and plan one resolved device; fails (nothing set anywhere) on any problem with the request."""
     layout_flag, table = read_config(module, executable, device, wanted)
     config = table['params']
     try:
@@ -399,7 +461,7 @@ def prepare(module, executable, requested, wanted):
         module.fail_json(msg='Nothing was set on %s: %s.' % (device, exc), config=public_config(config), device=device,
                          executable=executable)
     return dict(requested=requested, device=device, layout_flag=layout_flag, table=table, changes=changes,
-                set_args=set_args)
+                set_args=set_args, adapter=adapter_of_device(device))
 
 
 def configure(module, executable, prepared, wanted, done_before):
@@ -441,6 +503,7 @@ def configure(module, executable, prepared, wanted, done_before):
         changed=bool(changes),
         requested=prepared['requested'],
         device=device,
+        adapter=prepared['adapter'],
         executable=executable,
         config=public_config(after),
         changes=changes,
@@ -478,19 +541,46 @@ def main():
         if twice:
             module.fail_json(msg='devices: %s given twice; give each device once.' % ', '.join(twice))
     executable = find_executable(module)
-    prepared = [prepare(module, executable, name, wanted) for name in requested]
-    addresses = [entry['device'] for entry in prepared]
+    resolved = [(name, resolve_device(module, name.strip() if isinstance(name, str) else name,
+                                      module.params['sysfs_root'])) for name in requested]
+    addresses = [device for _name, device in resolved]
     same = sorted(set(address for address in addresses if addresses.count(address) > 1))
     if same:
         module.fail_json(msg='devices: %s name the same device %s; give each device once.' % (
-            ', '.join(entry['requested'] for entry in prepared if entry['device'] in same), ', '.join(same)))
+            ', '.join(name for name, device in resolved if device in same), ', '.join(same)))
+    # The configuration is the adapter's: queried, planned and set once, through its first function given.
+    adapters = []
+    for name, device in resolved:
+        adapter = adapter_of_device(device)
+        group = [entry for entry in adapters if entry['adapter'] == adapter]
+        if group:
+            group[0]['functions'].append(device)
+            group[0]['requested'].append(name)
+        else:
+            adapters.append(dict(adapter=adapter, functions=[device], requested=[name]))
+    prepared = dict((entry['functions'][0], prepare(module, executable, entry['requested'][0], wanted,
+                                                    entry['functions'][0])) for entry in adapters)
+    configured = []
+    for entry in adapters:
+        configured.append(configure(module, executable, prepared[entry['functions'][0]], wanted, configured))
+        entry.update(configured_through=entry['functions'][0], changes=configured[-1]['changes'],
+                     pending=configured[-1]['pending'], reboot_required=configured[-1]['reboot_required'])
+    by_device = dict((result['device'], result) for result in configured)
     results = []
-    for entry in prepared:
-        results.append(configure(module, executable, entry, wanted, results))
+    for name, device in resolved:
+        if device in by_device:
+            result = dict(by_device[device], configured_through=device)
+        else:
+            through = [entry for entry in adapters if device in entry['functions']][0]['functions'][0]
+            result = dict(by_device[through], requested=name, device=device, changed=False, changes={},
+                          configured_through=through)
+            result.pop('diff', None)
+        results.append(result)
     if module.params['devices'] is None:
+        results[0].pop('configured_through')
         module.exit_json(**results[0])
     diffs = [result.pop('diff') for result in results if 'diff' in result]
-    output = dict(changed=any(result['changed'] for result in results), results=results)
+    output = dict(changed=any(result['changed'] for result in results), results=results, adapters=adapters)
     if diffs:
         output['diff'] = diffs
     module.exit_json(**output)

@@ -25,6 +25,9 @@ description:
   - A burn writes the flash only. The card keeps running its firmware until a firmware reset (C(mlxfwreset)) or a
     reboot; the module never does either. It returns the devices whose flash differs from the running firmware in
     RV(pending) and RV(reboot_required). A second run with the same image burns nothing.
+  - The flash belongs to the adapter; the PCI functions of a dual-port card (V(0000:3b:00.0) and V(0000:3b:00.1))
+    show the same firmware. The image is burned once per adapter, through its first function given; the others are
+    queried again afterwards (RV(devices[].burned_through)).
 author:
   - gpunet.rdma contributors (@gpunet)
 options:
@@ -168,8 +171,15 @@ devices:
           description: Whether the flash differs from the image (what O(update) burns).
           type: bool
     burned:
-      description: Whether this run burned the image (in check mode, would burn).
+      description: Whether this run burned the image through this device (in check mode, would burn).
       type: bool
+    adapter:
+      description: The adapter's PCI domain:bus:device (V(0000:3b:00)); V(null) for an MST path.
+      type: str
+    burned_through:
+      description: The device (label as in RV(pending)) the image was burned through when another function of the
+        same adapter took the burn, else V(null).
+      type: str
     expected_version:
       description: The version the group expects for this device, V(null) when none.
       type: str
@@ -242,6 +252,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     printable,
     run_tool,
 )
+from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import adapter_of
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
 
@@ -443,10 +454,22 @@ def main():
 
     burned = []
     diff_before, diff_after = [], []
+    # the flash is the adapter's: burned once, through its first function; the other functions read it again
+    burned_adapters = {}
     for entry in entries:
         entry['burned'] = bool(params['update'] and entry['image']['burn'])
         if not entry['burned']:
             continue
+        adapter = adapter_of(entry['pci_address']) if entry['pci_address'] else None
+        if adapter in burned_adapters:
+            entry['burned'], entry['burned_through'] = False, burned_adapters[adapter]
+            entry['query'] = dict(entry['query'], fw_version=entry['image']['version']) if module.check_mode else (
+                query_device(module, executable, family, entry['target'], None)[0])
+            entry['query']['pending_activation'] = not same_version(entry['query']['running_version'],
+                                                                    entry['query']['fw_version'])
+            continue
+        if adapter:
+            burned_adapters[adapter] = label_of(entry)
         diff_before.append('%s firmware on flash: %s' % (label_of(entry), entry['query']['fw_version']))
         diff_after.append('%s firmware on flash: %s' % (label_of(entry), entry['image']['version']))
         if module.check_mode:
@@ -492,6 +515,8 @@ def public(entry, expectation):
         'description': device.get('description'), 'psid': device['psid'], 'fw_version': device['fw_version'],
         'running_version': device['running_version'], 'pending_activation': device['pending_activation'],
         'base_guid': device.get('base_guid'), 'burned': bool(entry.get('burned')),
+        'adapter': adapter_of(entry['pci_address']) if entry['pci_address'] else None,
+        'burned_through': entry.get('burned_through'),
     }
     if 'image' in entry:
         record['image'] = entry['image']

@@ -85,6 +85,12 @@ options:
     description: dpkg's status database, read for O(packages) on Debian-like hosts.
     type: path
     default: /var/lib/dpkg/status
+  nvidia_driver_root:
+    description:
+      - Where the GPU Operator's driver container bind-mounts its root file system on the host. While it exists and is
+        not empty, the NVIDIA driver is the operator's (RV(ansible_facts.rdma_driver.nvidia.source) V(gpu_operator)).
+    type: path
+    default: /run/nvidia/driver
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -214,6 +220,33 @@ ansible_facts:
             (C(/sys/kernel/mm/memory_peers/NAME/version)); C(nv_mem) is GPUDirect RDMA's.
           type: dict
           sample: {nv_mem: "1.3"}
+        nvidia:
+          description:
+            - The NVIDIA GPU kernel driver, which decides the GPUDirect mode of P(gpunet.rdma.gpudirect#role).
+          type: dict
+          contains:
+            source:
+              description: V(gpu_operator) while the GPU Operator's driver container root (O(nvidia_driver_root))
+                exists, V(host) when the host's kernel has (C(modules.dep)) or runs the C(nvidia) module, null when
+                the node has no NVIDIA driver.
+              type: str
+              sample: host
+            loaded:
+              description: C(nvidia) is loaded (C(/sys/module/nvidia)), whoever loaded it.
+              type: bool
+            version:
+              description: The loaded driver's version; null when not loaded.
+              type: str
+              sample: 550.54.15
+            host_installed:
+              description: The host's C(modules.dep) lists C(nvidia) for the running kernel.
+              type: bool
+            host_path:
+              description: Its path below C(/lib/modules/KERNEL); null when not installed on the host.
+              type: str
+            gpu_operator_root:
+              description: O(nvidia_driver_root) when it holds the operator's driver root, else null.
+              type: str
         os:
           description: The distribution from os-release - C(id), C(id_like), C(version_id), C(pretty_name) and
             C(family) (Ansible's os_family names, V(Debian), V(RedHat), V(Suse), or null), so that stages choose

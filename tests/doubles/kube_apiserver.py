@@ -22,8 +22,24 @@ through the kubernetes client and kubernetes.core, and answers it as kube-apiser
 * patches: JSON patch (RFC 6902, 422 on a failed ``test``), JSON merge patch (RFC 7386), strategic merge patch for
   built-in kinds only (lists merge on the patch merge key the Kubernetes schema declares, e.g. containers and env on
   ``name``; lists without one, such as tolerations, are replaced; custom resources answer 415 as on a real server)
-  and server-side apply (``application/apply-patch+yaml``, ``fieldManager`` required, fields a manager applied
-  before and leaves out are removed; conflicts between managers are not modelled);
+  and server-side apply (``application/apply-patch+yaml``, ``fieldManager`` required, ``metadata.managedFields``
+  refused in the patch, fields a manager applied before and leaves out are removed unless another manager owns them);
+* field management as structured-merge-diff does it: ``metadata.managedFields`` on every object written through the
+  API, one entry per manager, operation and subresource (``manager``, ``operation`` Apply for apply patches and
+  Update for creates, PUTs and the other patches, ``apiVersion``, ``time``, ``fieldsType: FieldsV1``, ``fieldsV1``
+  encoded as the real server encodes it: ``f:<field>``, ``k:{"name":"x"}`` for items of lists of type map (a built-in
+  kind's lists with a patch merge key too, e.g. containers and env on name; tolerations are atomic; a custom
+  resource's lists are atomic unless ``x-kubernetes-list-type: map``), ``v:<value>`` for sets, ``.`` where the map or
+  item itself is owned, ``subresource: status`` for status writes), Apply entries first. The manager of a write
+  without ``fieldManager`` is the User-Agent's program (``kubectl/v1.33.0 ...`` is ``kubectl``). An Update manager
+  owns what it added or changed, an Apply manager its applied configuration; a field two appliers set to the same
+  value is shared; a change takes the field from the other managers. An apply that would change a field another
+  manager owns answers 409 Conflict as kube-apiserver words it (``Apply failed with 1 conflict: conflict with
+  "kubectl-create" using mellanox.com/v1alpha1: .spec.ofedDriver.version``, list items as ``[name="x"]``, causes
+  ``FieldManagerConflict``), dry runs too; ``force=true`` takes the fields. An object without managedFields (a
+  test's set-up, ``add``) belongs to ``before-first-apply`` at its first apply, as on a real server. Not modelled:
+  the cap of ten Update managers, managers of other API versions, the ownership of built-in kinds' defaults (the
+  double does not default them);
 * the ``status`` subresource (writes to it change only the status, writes to the object leave the status alone),
   a pod's ``log``, resourceVersion incremented on every change, 409 Conflict on a stale resourceVersion, 409
   AlreadyExists, Status bodies shaped as kube-apiserver's.
@@ -48,6 +64,7 @@ validating admission webhooks a test stands in for (an operator's own), their de
 
 from __future__ import annotations
 
+import argparse
 import base64
 import copy
 import datetime
@@ -55,12 +72,16 @@ import hashlib
 import json
 import os
 import re
+import runpy
 import shutil
+import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlparse
@@ -620,29 +641,355 @@ def _merge_maps(target, applied, schema):
     return result
 
 
-def _field_paths(value, prefix=()):
-    """Every field path an applied configuration sets, maps included (``('spec',)``, ``('spec', 'x')``...)."""
-    paths = {prefix} if prefix else set()
-    if isinstance(value, dict):
-        for key, item in value.items():
-            paths |= _field_paths(item, prefix + (key,))
+# ------------------------------------------------------------------------------------------------ field management
+
+# Server-side apply's field ownership (sigs.k8s.io/structured-merge-diff, k8s.io/apiserver's fieldmanager). A field
+# path is a tuple of path elements written as in fieldsV1: ``f:<field>``, ``k:<key fields as JSON>`` (an item of a
+# list of type map), ``v:<value as JSON>`` (an item of a set), ``i:<index>``. A manager's set holds the paths it
+# owns; a map or list item is a member itself (``.`` in fieldsV1) when it was added as a whole.
+# Fields no manager owns (stripMetaManager) and the manager kube-apiserver gives the fields of an object that has
+# none when it is first applied to (skipNonAppliedManager).
+STRIPPED_FIELDS = frozenset([('f:apiVersion',), ('f:kind',), ('f:metadata',)] + [
+    ('f:metadata', 'f:' + name) for name in ('name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'clusterName',
+                                             'generation', 'managedFields', 'resourceVersion')])
+BEFORE_FIRST_APPLY = 'before-first-apply'
+# The Go structs (not pointers) inside the new, empty object of a built-in kind that a create is compared with, the
+# required lists in them null: no ``.`` for them in the creator's fieldsV1 (a workload's template and its spec, as in
+# what kube-apiserver records for ``kubectl create``). Every built-in kind's spec and status are such structs.
+_POD_TEMPLATE = {'metadata': {}, 'spec': {'containers': None}}
+GO_STRUCTS = {
+    'deployments': {'spec': {'template': _POD_TEMPLATE, 'strategy': {}}},
+    'daemonsets': {'spec': {'template': _POD_TEMPLATE, 'updateStrategy': {}}},
+    'jobs': {'spec': {'template': _POD_TEMPLATE}},
+    'pods': {'spec': {'containers': None}},
+}
+FIELD_MANAGER_MAX_LENGTH = 128
+# ObjectMeta as structured-merge-diff sees it (the same for built-in kinds and custom resources).
+_STRING_MAP = {'type': 'object', 'additionalProperties': {'type': 'string'}}
+META_SCHEMA = {'type': 'object', 'properties': {
+    'labels': _STRING_MAP, 'annotations': _STRING_MAP,
+    'finalizers': {'type': 'array', 'x-kubernetes-list-type': 'set', 'items': {'type': 'string'}},
+    'ownerReferences': {'type': 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['uid'],
+                        'items': {'type': 'object', 'properties': dict(
+                            (name, {'type': 'string'}) for name in ('apiVersion', 'kind', 'name', 'uid',
+                                                                    'controller', 'blockOwnerDeletion'))}},
+    'managedFields': {'type': 'array', 'x-kubernetes-list-type': 'atomic'}}}
+for _name in ('name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp',
+              'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink'):
+    META_SCHEMA['properties'][_name] = {'type': 'string'}
+
+
+class FieldSchema(object):
+    """How structured-merge-diff types one kind: struct fields, maps, lists (atomic, set, map with keys), scalars.
+
+    ``root`` is the CRD's openAPIV3Schema or the built-in kind's OpenAPI schema, ``resolve`` follows its ``$ref``s.
+    A list of a built-in kind without ``x-kubernetes-list-type`` is a map keyed by its patch merge key, a set with the
+    merge strategy and no key, else atomic; a list of a custom resource without it is atomic. Where there is no schema
+    (``x-kubernetes-preserve-unknown-fields``), maps are granular with every key a member, lists atomic (deduced).
+    """
+
+    def __init__(self, root, resolve=None):
+        self.root = root if isinstance(root, dict) else {}
+        self._resolve = resolve
+
+    def resolve(self, node):
+        node = self._resolve(node) if self._resolve is not None and isinstance(node, dict) else node
+        return node if isinstance(node, dict) else None
+
+    def child(self, node, key, top=False):
+        """(schema of field ``key`` of a map, whether it is a declared struct field)."""
+        if top and key == 'metadata':
+            return META_SCHEMA, True
+        node = self.resolve(node)
+        if node is None:
+            return None, False
+        properties = node.get('properties') if isinstance(node.get('properties'), dict) else {}
+        if key in properties:
+            return properties[key], True
+        additional = node.get('additionalProperties')
+        return (additional if isinstance(additional, dict) else None), False
+
+    def shape(self, node, value):
+        """``('atomic',)``, ``('map',)`` or ``('list', 'map' or 'set', keys, items schema)`` of ``value`` at ``node``."""
+        node = self.resolve(node)
+        if node is None:  # untyped (deduced): maps are granular, lists and scalars atomic
+            return ('map',) if isinstance(value, dict) else ('atomic',)
+        types = node.get('type') if isinstance(node.get('type'), list) else [node.get('type')]
+        if 'array' in types or 'items' in node:
+            list_type = node.get('x-kubernetes-list-type')
+            keys = list(node.get('x-kubernetes-list-map-keys') or [])
+            if list_type is None and self._resolve is not None:  # a built-in kind: its patch strategy
+                strategy = str(node.get('x-kubernetes-patch-strategy', '')).split(',')
+                merge_key = node.get('x-kubernetes-patch-merge-key')
+                list_type = 'atomic' if 'merge' not in strategy else ('map' if merge_key else 'set')
+                keys = [merge_key] if merge_key else []
+            if list_type not in ('map', 'set') or not isinstance(value, list) or (list_type == 'map' and not keys):
+                return ('atomic',)
+            return ('list', list_type, keys, node.get('items'))
+        if isinstance(value, dict) and node.get('x-kubernetes-map-type') != 'atomic':
+            return ('map',)
+        return ('atomic',)
+
+
+def _item_element(item, shape):
+    if shape[1] == 'set' or not isinstance(item, dict):
+        return 'v:' + json.dumps(item, separators=(',', ':'))
+    return 'k:' + json.dumps(dict((key, item.get(key)) for key in shape[2] if key in item), sort_keys=True,
+                             separators=(',', ':'))
+
+
+def field_set(value, schema, node=None, path=(), out=None):
+    """The paths an applied configuration sets (structured-merge-diff's ToFieldSet)."""
+    out = set() if out is None else out
+    node = schema.root if not path else node
+    shape = schema.shape(node, value)
+    if shape[0] == 'atomic':
+        if path:
+            out.add(path)
+        return out
+    if shape[0] == 'list':
+        for item in value:
+            child = path + (_item_element(item, shape),)
+            field_set(item, schema, shape[3], child, out)
+            out.add(child)
+        return out
+    for key, item in value.items():
+        sub, declared = schema.child(node, key, top=not path)
+        child = path + ('f:' + key,)
+        field_set(item, schema, sub, child, out)
+        if item is None or item == {} or not declared:
+            out.add(child)
+    return out
+
+
+MISSING = object()
+
+
+def _items(value, shape):
+    items = {}
+    for item in value if isinstance(value, list) else []:
+        items.setdefault(_item_element(item, shape), item)
+    return items
+
+
+def compare_fields(old, new, schema, node=None, path=(), result=None):
+    """``{'added', 'modified', 'removed'}`` path sets from ``old`` to ``new`` (structured-merge-diff's Compare): a
+    map or list item that appears or disappears as a whole is a path of its own."""
+    result = {'added': set(), 'modified': set(), 'removed': set()} if result is None else result
+    node = schema.root if not path else node
+    shape = schema.shape(node, old if old is not MISSING and old is not None else new)
+    if shape[0] != 'atomic' and all(v is not MISSING and v is not None for v in (old, new)) and \
+            schema.shape(node, new) != shape:
+        shape = ('atomic',)  # the value changed its kind: a leaf
+    empty = all(v is MISSING or v is None or v in ({}, []) for v in (old, new))
+    if shape[0] == 'atomic' or empty:
+        if path:
+            if old is MISSING and new is not MISSING:
+                result['added'].add(path)
+            elif new is MISSING and old is not MISSING:
+                result['removed'].add(path)
+            elif old != new:
+                result['modified'].add(path)
+        return result
+    if shape[0] == 'list':
+        olds = _items(old, shape) if old is not MISSING else {}
+        news = _items(new, shape) if new is not MISSING else {}
+        for element in list(olds) + [e for e in news if e not in olds]:
+            compare_fields(olds.get(element, MISSING), news.get(element, MISSING), schema, shape[3],
+                           path + (element,), result)
+    else:
+        olds = old if isinstance(old, dict) else {}
+        news = new if isinstance(new, dict) else {}
+        for key in list(olds) + [k for k in news if k not in olds]:
+            sub, _declared = schema.child(node, key, top=not path)
+            compare_fields(olds.get(key, MISSING), news.get(key, MISSING), schema, sub, path + ('f:' + key,), result)
+    if path and old is MISSING and new is not MISSING:
+        result['added'].add(path)
+    elif path and new is MISSING and old is not MISSING:
+        result['removed'].add(path)
+    return result
+
+
+def fields_v1(paths):
+    """A set of paths in the fieldsV1 encoding: nested ``f:``/``k:``/``v:``/``i:`` keys, ``.`` for a member that also
+    has members below it; fields first, then keys, values and indices, each sorted."""
+    tree = {}
+    for path in paths:
+        node = tree
+        for element in path:
+            node = node.setdefault(element, {})
+        node['.'] = True
+
+    def render(node):
+        children = sorted((k for k in node if k != '.'), key=lambda k: path_order((k,)))
+        rendered = {'.': {}} if node.get('.') and children else {}
+        for key in children:
+            rendered[key] = render(node[key])
+        return rendered
+    return render(tree)
+
+
+def parse_fields_v1(encoded, path=()):
+    """fieldsV1 -> the set of paths it stands for."""
+    paths = set()
+    for key, sub in (encoded or {}).items():
+        if key == '.':
+            paths.add(path)
+        elif not sub:
+            paths.add(path + (key,))
+        else:
+            paths |= parse_fields_v1(sub, path + (key,))
     return paths
 
 
-def _dropped(previous, applied):
-    """The topmost fields a manager applied before and leaves out now: server-side apply removes them."""
-    gone = _field_paths(previous) - _field_paths(applied)
-    return sorted(path for path in gone if path[:-1] not in gone)
+def field_path_string(path):
+    """A path as kube-apiserver's conflict messages print it: ``.spec.x``, ``[name="y"]``, ``[=v]``, ``[0]``."""
+    text = ''
+    for element in path:
+        kind, rest = element[:2], element[2:]
+        if kind == 'f:':
+            text += '.' + rest
+        elif kind == 'k:':
+            keys = json.loads(rest)
+            text += '[%s]' % ','.join('%s=%s' % (k, json.dumps(keys[k])) for k in sorted(keys))
+        elif kind == 'v:':
+            text += '[=%s]' % json.dumps(json.loads(rest))
+        else:
+            text += '[%s]' % rest
+    return text
 
 
-def _remove_path(obj, path):
-    node = obj
-    for part in path[:-1]:
-        if not isinstance(node, dict) or part not in node:
-            return
-        node = node[part]
-    if isinstance(node, dict):
-        node.pop(path[-1], None)
+def _element_matches(element, item):
+    """Whether a list item is the one a ``k:`` or ``v:`` path element names."""
+    if element.startswith('v:'):
+        return item == json.loads(element[2:])
+    keys = json.loads(element[2:])
+    return isinstance(item, dict) and all(item.get(k) == v for k, v in keys.items())
+
+
+def value_at(obj, path):
+    """The value at ``path`` in ``obj``; MISSING when there is none."""
+    value = obj
+    for element in path:
+        if element.startswith('f:') and isinstance(value, dict) and element[2:] in value:
+            value = value[element[2:]]
+        elif element[:2] in ('k:', 'v:') and isinstance(value, list):
+            found = [item for item in value if _element_matches(element, item)]
+            if not found:
+                return MISSING
+            value = found[0]
+        else:
+            return MISSING
+    return value
+
+
+def remove_field(obj, path):
+    """Remove the field or list item at ``path`` from ``obj`` (in place)."""
+    parent = value_at(obj, path[:-1])
+    element = path[-1]
+    if element.startswith('f:') and isinstance(parent, dict):
+        parent.pop(element[2:], None)
+    elif isinstance(parent, list):
+        parent[:] = [item for item in parent if not _element_matches(element, item)]
+
+
+def prune_dropped(obj, last, owned):
+    """Server-side apply's prune (in place): what the applier applied last time and leaves out now is removed with
+    everything below it, unless a manager owns it or something below it."""
+    kept = set(p[:i] for p in owned for i in range(1, len(p) + 1))
+    candidates = set(p[:i] for p in last for i in range(1, len(p) + 1))
+    for path in sorted(candidates, key=lambda p: (len(p), p)):
+        if path in kept or path[0] in ('f:apiVersion', 'f:kind') or path in STRIPPED_FIELDS:
+            continue
+        if value_at(obj, path) is not MISSING:
+            remove_field(obj, path)
+
+
+def path_order(path):
+    """structured-merge-diff's path order: fields, then keys, values and indices, each sorted."""
+    return [('fkvi'.index(e[0]) if e[0] in 'fkvi' else 4, e) for e in path]
+
+
+class Managers(object):
+    """The managedFields of one object: (manager, operation, subresource) -> [apiVersion, time, set of paths]."""
+
+    def __init__(self, entries=()):
+        self.sets = {}
+        for entry in entries:
+            key = (entry.get('manager', ''), entry.get('operation'), entry.get('subresource', ''))
+            self.sets[key] = [entry.get('apiVersion'), entry.get('time'), parse_fields_v1(entry.get('fieldsV1'))]
+
+    @staticmethod
+    def decode(entries):
+        """Managers of a managedFields list; None when it is not one (the request's is then ignored)."""
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and e.get('operation') in ('Apply', 'Update')
+                                                    and e.get('fieldsType', 'FieldsV1') == 'FieldsV1'
+                                                    for e in entries):
+            return None
+        return Managers(entries)
+
+    def owned(self):
+        """Every path some manager owns."""
+        return set().union(*[paths for _version, _time, paths in self.sets.values()])
+
+    def encode(self):
+        entries = []
+        for (manager, operation, subresource), (api_version, stamp, paths) in self.sets.items():
+            if not paths:
+                continue
+            entry = {'manager': manager, 'operation': operation, 'apiVersion': api_version}
+            if stamp:
+                entry['time'] = stamp
+            entry.update(fieldsType='FieldsV1', fieldsV1=fields_v1(paths))
+            if subresource:
+                entry['subresource'] = subresource
+            entries.append(entry)
+
+        def order(entry):  # kube-apiserver's sortEncodedManagedFields
+            return (entry['operation'], entry.get('time') or '', entry['manager'], entry['apiVersion'],
+                    entry.get('subresource', ''))
+        return sorted(entries, key=order)
+
+
+def manager_from_user_agent(user_agent):
+    """kube-apiserver's default field manager of a non-apply write: the User-Agent up to its first ``/``,
+    printable characters only, at most 128 bytes (prefixFromUserAgent)."""
+    name = ''
+    for char in (user_agent or '').split('/')[0]:
+        if not char.isprintable():
+            continue
+        if len((name + char).encode('utf-8')) > FIELD_MANAGER_MAX_LENGTH:
+            break
+        name += char
+    return name
+
+
+def describe_manager(key, api_version):
+    """A manager as conflict messages name it (printManager): the time never shows, it is not in the identifier."""
+    manager, operation, subresource = key
+    text = json.dumps(manager)
+    if subresource:
+        text += ' with subresource %s' % json.dumps(subresource)
+    if operation == 'Update':
+        text += ' using %s' % api_version
+    return text
+
+
+def apply_conflict(conflicts):
+    """409 Conflict as kube-apiserver answers a refused apply (NewConflictError): ``conflicts`` is
+    ``[(manager description, path)]``, sorted by manager then path."""
+    causes = [{'reason': 'FieldManagerConflict', 'message': 'conflict with %s' % manager,
+               'field': field_path_string(path)} for manager, path in conflicts]
+    if len(conflicts) == 1:
+        manager, path = conflicts[0]
+        message = 'Apply failed with 1 conflict: conflict with %s: %s' % (manager, field_path_string(path))
+    else:
+        lines = []
+        for manager in sorted(set(m for m, _p in conflicts)):
+            lines.append('conflicts with %s:' % manager)
+            lines += ['- %s' % field_path_string(p) for m, p in conflicts if m == manager]
+        message = 'Apply failed with %d conflicts: %s' % (len(conflicts), '\n'.join(lines))
+    return ApiError(409, 'Conflict', message, {'causes': causes})
 
 
 # ------------------------------------------------------------------------------------------------ protobuf bodies
@@ -914,7 +1261,6 @@ class FakeApiServer(object):
         self.tls = tls
         self.ca_path = None
         self.revision = 0
-        self.applied = {}
         self._resources = None
         self.lock = threading.RLock()
         self._server = None
@@ -959,11 +1305,14 @@ class FakeApiServer(object):
 
     # ---------------------------------------------------------------- test set-up and inspection
 
-    def add(self, group_version, plural, obj):
+    def add(self, group_version, plural, obj, manager=None, subresource=None):
         """Store ``obj`` for a test's set-up, status included; a namespace it names is created when missing.
 
         The object is checked as a create would check it (schema, unknown fields, name), so that a test cannot set
-        up what no API server would hold; ApiError says what is wrong.
+        up what no API server would hold; ApiError says what is wrong. Its ``metadata.managedFields`` are kept as
+        given, else those of the object it replaces; with ``manager`` the change is also recorded as that manager's
+        Update (``subresource='status'`` for a status write), as the write of an operator or a kubectl would be. An
+        object without managedFields is one no manager owns: the first apply gives its fields to before-first-apply.
         """
         with self.lock:
             resource = self.resource(group_version, plural)
@@ -992,6 +1341,11 @@ class FakeApiServer(object):
                 self._validate(resource, obj)
                 if plural == 'customresourcedefinitions':
                     CHECKED[digest] = True
+            old = self.store.get(self._key(resource, namespace, metadata['name']))
+            if 'managedFields' not in metadata and old is not None and old['metadata'].get('managedFields'):
+                metadata['managedFields'] = copy.deepcopy(old['metadata']['managedFields'])
+            if manager is not None:
+                self._track(resource, old, obj, subresource, manager)
             self.store[self._key(resource, namespace, metadata['name'])] = obj
             return copy.deepcopy(obj)
 
@@ -1094,7 +1448,6 @@ class FakeApiServer(object):
         return self
 
     def _wrap_tls(self):
-        import ssl
         self._tls_dir = tempfile.mkdtemp(prefix='kube-apiserver-double-')
         cert, key = os.path.join(self._tls_dir, 'server.crt'), os.path.join(self._tls_dir, 'server.key')
         subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj',
@@ -1358,9 +1711,19 @@ class FakeApiServer(object):
         if validation not in ('Ignore', 'Warn', 'Strict'):
             raise bad_request('fieldValidation: Unsupported value: "%s": supported values: "Ignore", "Strict", "Warn"'
                               % validation)
-        return {'dry_run': bool(dry_run), 'validation': validation,
-                'field_manager': query.get('fieldManager', [None])[0], 'force': query.get('force', [''])[0] == 'true',
-                'method': method}
+        field_manager = query.get('fieldManager', [None])[0]
+        if field_manager is not None and (len(field_manager.encode('utf-8')) > FIELD_MANAGER_MAX_LENGTH
+                                          or not field_manager.isprintable()):
+            problem = ('Too long: may not be more than %d bytes' % FIELD_MANAGER_MAX_LENGTH
+                       if field_manager.isprintable() else 'Invalid value: "%s": must only contain printable '
+                                                           'characters' % field_manager)
+            raise ApiError(422, 'Invalid', '%s "" is invalid: fieldManager: %s'
+                           % ('PatchOptions.meta.k8s.io' if method == 'PATCH' else 'CreateOptions.meta.k8s.io'
+                              if method == 'POST' else 'UpdateOptions.meta.k8s.io', problem))
+        # the manager of a create, update or patch: fieldManager, else the User-Agent's program (managerOrUserAgent)
+        manager = field_manager if field_manager else manager_from_user_agent(headers.get('User-Agent'))
+        return {'dry_run': bool(dry_run), 'validation': validation, 'field_manager': field_manager, 'manager': manager,
+                'force': query.get('force', [''])[0] == 'true', 'method': method}
 
     def _body(self, raw):
         try:
@@ -1449,7 +1812,7 @@ class FakeApiServer(object):
                            'message': 'Invalid value: "%s": a lowercase %s must consist of lower case alphanumeric '
                                       'characters%s and must start and end with an alphanumeric character'
                                       % (name, what, allowed)})
-        for key, value in (metadata.get('labels') or {}).items():
+        for _key, value in (metadata.get('labels') or {}).items():
             if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
                 causes.append({'reason': 'FieldValueInvalid', 'field': 'metadata.labels',
                                'message': 'Invalid value: "%s": a valid label must be an empty string or consist of '
@@ -1539,7 +1902,7 @@ class FakeApiServer(object):
             return dict(obj, metadata=metadata, apiVersion=None)
         return strip(old) == strip(new)
 
-    def _create(self, resource, namespace, body, options, warnings=()):
+    def _create(self, resource, namespace, body, options, warnings=(), apply=None):
         self._check_identity(resource, body, namespace)
         for webhook in self.mutating:
             mutated = webhook(self, 'CREATE', resource, copy.deepcopy(body))
@@ -1556,6 +1919,7 @@ class FakeApiServer(object):
         obj, decode_warnings = self._decode(resource, body, options)
         self._prepare_create(resource, obj)
         obj = self._finish(resource, obj)
+        self._track(resource, None, obj, None, options.get('manager', ''), apply)
         self._admit('CREATE', resource, obj, None)
         if self.store.get(self._key(resource, namespace, obj['metadata']['name'])) is not None:
             details = {'name': obj['metadata']['name'], 'kind': resource.plural}
@@ -1573,8 +1937,8 @@ class FakeApiServer(object):
                                          'please apply your changes to the latest version and try again'
                         % (resource.qualified, name), details)
 
-    def _update(self, resource, old, new, sub, options):
-        """Store ``new`` over ``old`` with the status subresource's rules."""
+    def _update(self, resource, old, new, sub, options, apply=None):
+        """Store ``new`` over ``old`` with the status subresource's rules and its managedFields."""
         new, warnings = self._decode(resource, new, options)
         if 'status' in resource.subresources:
             if sub == 'status':
@@ -1589,9 +1953,96 @@ class FakeApiServer(object):
             else:
                 new.pop('status', None)
         new = self._finish(resource, new, old)
+        self._track(resource, old, new, sub, options.get('manager', ''), apply)
         if sub != 'status':
             self._admit('UPDATE', resource, new, old)
         return 200, self._present(resource, self._commit(resource, new, options, old)), warnings
+
+    def _field_schema(self, resource):
+        if resource.custom:
+            return FieldSchema(self._crd_schema(resource))
+        schema = self._builtin_schema(resource)
+        return FieldSchema(schema.root, schema.resolve) if schema is not None else FieldSchema({}, lambda node: node)
+
+    def _baseline(self, resource, obj):
+        """What a create is compared with: the empty object of the kind (a built-in kind's Go structs are present in
+        it, GO_STRUCTS; a custom resource has no spec in it)."""
+        base = {'apiVersion': obj.get('apiVersion'), 'kind': obj.get('kind'), 'metadata': {}}
+        schema = None if resource.custom else self._builtin_schema(resource)
+        properties = (schema.resolve(schema.root).get('properties') or {}) if schema is not None else {}
+        for field in ('spec', 'status'):
+            if field in properties:
+                base[field] = copy.deepcopy(GO_STRUCTS.get(resource.plural, {}).get(field, {}))
+        return base
+
+    @staticmethod
+    def _comparable(resource, obj):
+        """The object as the field manager compares it: without managedFields, the Go structs always there."""
+        shown = copy.deepcopy(obj)
+        shown.get('metadata', {}).pop('managedFields', None)
+        if resource.plural in STRUCT_SPEC_STATUS:
+            shown.setdefault('spec', {})
+            shown.setdefault('status', {})
+        return shown
+
+    @staticmethod
+    def _owned_paths(resource, sub, paths):
+        """The paths a write can own: not the identity and bookkeeping of the object (stripMetaManager), and with a
+        status subresource only the status through it and anything but the status through the object (reset
+        fields)."""
+        paths = set(p for p in paths if p not in STRIPPED_FIELDS)
+        if 'status' in resource.subresources:
+            paths = set(p for p in paths if (p[:1] == ('f:status',)) == (sub == 'status'))
+        return paths
+
+    def _request_managers(self, old, new, sub):
+        """The managers an update starts from (decodeLiveOrNew): the live object's, unless the request sets
+        managedFields (an empty list resets them); a subresource write always starts from the live object's."""
+        live = Managers.decode(((old or {}).get('metadata') or {}).get('managedFields') or []) or Managers()
+        requested = new['metadata'].get('managedFields')
+        if sub:
+            return live
+        if requested == [] or requested == [{}]:
+            return Managers()
+        decoded = Managers.decode(requested) if requested else None
+        return decoded if decoded is not None and decoded.sets else live
+
+    def _track(self, resource, old, new, sub, manager, apply=None):
+        """Set ``new``'s managedFields for this write; 409 for an apply that changes another manager's field.
+
+        An Update manager comes to own what it added or changed; an Apply manager owns its applied configuration.
+        Either way what changed leaves the other managers (an apply only with force), what was removed leaves all.
+        """
+        if apply is not None:
+            managers, key = apply['managers'], apply['key']
+        else:
+            managers, key = self._request_managers(old, new, sub), (manager, 'Update', sub or '')
+        new['metadata'].pop('managedFields', None)
+        before = self._comparable(resource, old) if old is not None else self._baseline(resource, new)
+        diff = compare_fields(before, self._comparable(resource, new), self._field_schema(resource))
+        changed = self._owned_paths(resource, sub, diff['added'] | diff['modified'])
+        removed = self._owned_paths(resource, sub, diff['removed'])
+        conflicts = []
+        for other, entry in sorted(managers.sets.items()):
+            if other == key:
+                continue
+            clash = entry[2] & changed
+            if clash and apply is not None and not apply['force']:
+                conflicts += [(describe_manager(other, entry[0]), path) for path in sorted(clash, key=path_order)]
+            entry[2] = entry[2] - changed - removed
+        if conflicts:
+            raise apply_conflict(sorted(conflicts, key=lambda c: (c[0], path_order(c[1]))))
+        if apply is None:  # the time of an Update entry moves when the write added or changed a field
+            previous = managers.sets.get(key, [resource.group_version, None, set()])
+            managers.sets[key] = [resource.group_version, now() if changed else previous[1],
+                                  (previous[2] - removed) | changed]
+        else:
+            entry = managers.sets[key]
+            if changed or removed or entry[1] is None or entry[2] != apply.get('last'):
+                entry[1] = now()
+        encoded = managers.encode()
+        if encoded:
+            new['metadata']['managedFields'] = encoded
 
     def _admit(self, operation, resource, obj, old):
         for webhook in self.admission:
@@ -1666,28 +2117,35 @@ class FakeApiServer(object):
         if not isinstance(applied, dict):
             raise bad_request('error decoding YAML: the apply patch is not an object')
         self._check_identity(resource, applied, namespace, name)
-        key = self._key(resource, namespace, name)
-        old = self.store.get(key)
-        manager = options['field_manager']
+        if applied['metadata'].get('managedFields') not in (None, []):
+            raise bad_request('metadata.managedFields must be nil')
+        applied['metadata'].pop('managedFields', None)
+        old = self.store.get(self._key(resource, namespace, name))
+        schema = self._field_schema(resource)
+        key = (options['field_manager'], 'Apply', sub or '')
+        known, _warnings = self._decode(resource, copy.deepcopy(applied), dict(options, validation='Ignore'))
+        config = self._owned_paths(resource, sub, field_set(known, schema))  # unknown fields are pruned, not owned
         if old is None:
             if sub == 'status':
                 raise resource.not_found(name)
-            code, created, warnings = self._create(resource, namespace, copy.deepcopy(applied), options)
-            if not options['dry_run']:
-                self.applied[(key, manager)] = applied
-            return code, created, warnings
-        schema = self._crd_schema(resource) if resource.custom else None
+            managers = Managers()
+            managers.sets[key] = [resource.group_version, None, config]
+            return self._create(resource, namespace, copy.deepcopy(applied), options,
+                                apply={'managers': managers, 'key': key, 'force': options['force']})
+        managers = Managers.decode(old['metadata'].get('managedFields')) or Managers()
+        if not managers.sets:  # fields of an object no manager owns go to before-first-apply (skipNonAppliedManager)
+            before = compare_fields(self._baseline(resource, old), self._comparable(resource, old), schema)
+            managers.sets[(BEFORE_FIRST_APPLY, 'Update', '')] = [
+                resource.group_version, now(), self._owned_paths(resource, None, before['added'] | before['modified'])]
+        last = managers.sets.get(key, [None, None, set()])
+        managers.sets[key] = [resource.group_version, last[1], config]
+        live = self._comparable(resource, old)
+        custom_schema = self._crd_schema(resource) if resource.custom else None
         strategic = None if resource.custom else StrategicMerge(self._builtin_schema(resource))
-        new = apply_merge(old, applied, schema, strategic)
-        previous = self.applied.get((key, manager))
-        if previous is not None:
-            for path in _dropped(previous, applied):
-                if path[:1] not in (('apiVersion',), ('kind',), ('metadata',)):
-                    _remove_path(new, path)
-        result = self._update(resource, old, new, sub, options)
-        if not options['dry_run']:
-            self.applied[(key, manager)] = applied
-        return result
+        new = apply_merge(live, applied, custom_schema, strategic)
+        prune_dropped(new, last[2], managers.owned())
+        return self._update(resource, old, new, sub, options,
+                            apply={'managers': managers, 'key': key, 'force': options['force'], 'last': last[2]})
 
     def _evict(self, resource, namespace, name, body, options):
         """POST pods/NAME/eviction, as kube-apiserver's eviction REST (pkg/registry/core/pod/storage/eviction.go).
@@ -1812,8 +2270,6 @@ def audit_event(api, method, path):
 
 def serve(directory, crds, objects, operator):
     """Serve until SIGTERM; the kubeconfig in ``directory`` is written last, when the server answers."""
-    import runpy
-    import signal
     on_change = runpy.run_path(operator)['on_change'] if operator else None
     api = FakeApiServer(on_change=on_change, tls=True)
     for path in crds:
@@ -1859,7 +2315,6 @@ def serve(directory, crds, objects, operator):
 
 def start(directory, crds, objects, operator, timeout=60):
     """Start ``serve`` as a detached process and return once its kubeconfig is written (or it failed)."""
-    import time
     os.makedirs(directory, exist_ok=True)
     if os.path.exists(os.path.join(directory, 'pid')):
         stop(directory)
@@ -1886,8 +2341,6 @@ def start(directory, crds, objects, operator, timeout=60):
 
 def stop(directory, timeout=30):
     """Stop the process ``start`` started in ``directory``; nothing to do when none runs."""
-    import signal
-    import time
     try:
         with open(os.path.join(directory, 'pid')) as handle:
             pid = int(handle.read())
@@ -1909,7 +2362,6 @@ def stop(directory, timeout=30):
 
 
 def main(argv):
-    import argparse
     parser = argparse.ArgumentParser(description='The kube-apiserver test double as a process (HTTPS on 127.0.0.1): '
                                                  'start writes DIR/kubeconfig once it answers, DIR/audit.jsonl '
                                                  'logs every request; stop ends it.')

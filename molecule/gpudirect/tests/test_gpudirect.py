@@ -65,8 +65,9 @@ def test_operator_mode_removed_the_host_persistence():
     assert not host.file(MAKE_CALLS).exists  # nothing built on the host
 
 
-def test_failed_load_is_explained():
+def test_failed_load_is_explained_and_leaves_the_files_as_they_were():
     host = node('gpd-host')
+    before = host.file(MODULES_LOAD).content_string
     play = subprocess.run(['ansible-playbook', '-i', INVENTORY, os.path.join(SCENARIO, 'load_failure.yml')],
                           check=False, capture_output=True, text=True)
     output = ' '.join((play.stdout + play.stderr).split())
@@ -74,5 +75,7 @@ def test_failed_load_is_explained():
     assert "Loading nvidia_peermem failed: [Errno 2] No such file or directory: '/proc/modules'" in output
     assert 'no loadable module support, or this is a container' in output
     assert 'set gpudirect_load_modules: false' in output
-    # Persistence is written before the load is tried (this run without gdrcopy).
-    assert host.file(MODULES_LOAD).content_string.splitlines()[1:] == ['nvidia_peermem']
+    # This run wants nvidia_peermem alone (no gdrcopy): a module that did not load is never persisted, the file
+    # keeps what converge wrote.
+    assert host.file(MODULES_LOAD).content_string == before
+    assert before.splitlines()[1:] == ['nvidia_peermem', 'gdrdrv']

@@ -10,8 +10,11 @@ answers (codes, Status bodies, what is stored) that the real server gives to the
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import re
+import runpy
 import subprocess
 import sys
 
@@ -58,9 +61,12 @@ def custom(api):
     return kubernetes.client.CustomObjectsApi(client(api))
 
 
-def raw(api, method, path, body=None, content_type='application/json', token=kube_apiserver.DEFAULT_TOKEN):
+def raw(api, method, path, body=None, content_type='application/json', token=kube_apiserver.DEFAULT_TOKEN,
+        user_agent=None):
     """``(code, headers, decoded body)`` of one plain HTTP request."""
     headers = {'Authorization': 'Bearer ' + token, 'Content-Type': content_type}
+    if user_agent:
+        headers['User-Agent'] = user_agent
     data = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body)
     response = urllib3.PoolManager().request(method, api.url + path, body=data, headers=headers, retries=False)
     try:
@@ -645,3 +651,130 @@ def test_set_up_objects_get_the_generation_a_create_gives(api):
     assert stored['metadata']['generation'] == 1
     assert 'generation' not in api.add('v1', 'configmaps', {'apiVersion': 'v1', 'kind': 'ConfigMap',
                                                             'metadata': {'name': 'c'}})['metadata']
+
+
+# ------------------------------------------------------------------ field management (server-side apply)
+
+TIME = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$')
+APPLY = 'application/apply-patch+yaml'
+KUBECTL_UA = 'kubectl/v1.33.0 (linux/amd64) kubernetes/60a317e'
+
+
+def managed(body):
+    """managedFields without their times (each checked to be RFC 3339 in UTC), Apply entries first (as the server
+    sorts them), then by manager: the server orders entries of one operation by time, equal within a second."""
+    entries = copy.deepcopy(body['metadata']['managedFields'])
+    assert [e['operation'] for e in entries] == sorted(e['operation'] for e in entries)
+    assert all(TIME.match(entry.pop('time')) for entry in entries)
+    return sorted(entries, key=lambda e: (e['operation'], e['manager'], e.get('subresource', '')))
+
+
+def entry(manager, operation, fields, api_version='v1', subresource=None):
+    found = {'manager': manager, 'operation': operation, 'apiVersion': api_version, 'fieldsType': 'FieldsV1',
+             'fieldsV1': fields}
+    if subresource:
+        found['subresource'] = subresource
+    return found
+
+
+def test_managed_fields_after_create_update_apply_and_status_write(api):
+    """One entry per manager and operation, fieldsV1 as kube-apiserver encodes it; the manager of a write without
+    fieldManager is the User-Agent's program; a field the same value is given by two managers is shared; an Update
+    takes a field from every other manager; Apply entries come first."""
+    path = '/api/v1/namespaces/default/configmaps'
+    code, _h, body = raw(api, 'POST', path + '?fieldManager=kubectl-create', {
+        'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c', 'labels': {'app': 'web'}}, 'data': {'a': '1'}})
+    assert code == 201 and managed(body) == [entry('kubectl-create', 'Update', {
+        'f:data': {'.': {}, 'f:a': {}}, 'f:metadata': {'f:labels': {'.': {}, 'f:app': {}}}})]
+    code, _h, body = raw(api, 'PATCH', path + '/c', {'data': {'b': '2'}}, 'application/merge-patch+json',
+                         user_agent=KUBECTL_UA)
+    assert code == 200 and managed(body)[0] == entry('kubectl', 'Update', {'f:data': {'f:b': {}}})
+    code, _h, body = raw(api, 'PATCH', path + '/c?fieldManager=gpunet.rdma', yaml.safe_dump({
+        'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c'}, 'data': {'a': '1', 'c': '3'}}), APPLY)
+    assert code == 200 and managed(body) == [
+        entry('gpunet.rdma', 'Apply', {'f:data': {'f:a': {}, 'f:c': {}}}),
+        entry('kubectl', 'Update', {'f:data': {'f:b': {}}}),
+        entry('kubectl-create', 'Update', {'f:data': {'.': {}, 'f:a': {}}, 'f:metadata': {'f:labels': {
+            '.': {}, 'f:app': {}}}})]
+    replaced = dict(body, data={'a': '1', 'b': 'two', 'c': '3'})
+    code, _h, body = raw(api, 'PUT', path + '/c?fieldManager=helm', replaced)
+    assert code == 200 and [(e['manager'], e['fieldsV1']) for e in managed(body)][1:] == [
+        ('helm', {'f:data': {'f:b': {}}}),  # kubectl's only field went to helm: its entry is gone
+        ('kubectl-create', {'f:data': {'.': {}, 'f:a': {}}, 'f:metadata': {'f:labels': {'.': {}, 'f:app': {}}}})]
+    core(api).create_namespaced_pod('default', pod('p'))
+    code, _h, body = raw(api, 'PATCH', '/api/v1/namespaces/default/pods/p/status?fieldManager=kubelet',
+                         {'status': {'phase': 'Running'}}, 'application/merge-patch+json')
+    assert code == 200 and managed(body)[-1] == entry('kubelet', 'Update', {'f:status': {'f:phase': {}}},
+                                                      subresource='status')
+    assert managed(body)[0]['manager'] == 'OpenAPI-Generator'  # the kubernetes client's User-Agent
+    assert managed(body)[0]['fieldsV1']['f:spec']['f:containers'] == {
+        'k:{"name":"main"}': {'.': {}, 'f:image': {}, 'f:name': {}}}
+
+
+def test_apply_conflicts_with_the_fields_of_other_managers(api):
+    """A changed value owned by another manager is a 409 worded as kube-apiserver's (dry runs too, nothing stored);
+    the same value is shared; force takes the field; an object without managedFields belongs to before-first-apply."""
+    path = '/apis/%s/%s/%s/nic-cluster-policy' % (GROUP, VERSION, PLURAL)
+    driver = {'image': 'doca-driver', 'repository': 'nvcr.io/nvidia/mellanox', 'version': '25.01'}
+    code, _h, _body = raw(api, 'POST', '/apis/%s/%s/%s?fieldManager=kubectl-create' % (GROUP, VERSION, PLURAL),
+                          policy(ofedDriver=driver))
+    assert code == 201
+    created = api.get('%s/%s' % (GROUP, VERSION), PLURAL, 'nic-cluster-policy')
+
+    def apply(query='', **changes):
+        return raw(api, 'PATCH', path + '?fieldManager=gpunet.rdma' + query,
+                   yaml.safe_dump(policy(ofedDriver=dict(driver, **changes))), APPLY)
+    for query in ('', '&dryRun=All'):
+        code, _h, body = apply(query, version='25.04')
+        assert code == 409 and body['reason'] == 'Conflict' and body['message'] == (
+            'Apply failed with 1 conflict: conflict with "kubectl-create" using mellanox.com/v1alpha1: '
+            '.spec.ofedDriver.version')
+        assert body['details'] == {'causes': [{'reason': 'FieldManagerConflict', 'field': '.spec.ofedDriver.version',
+                                               'message': 'conflict with "kubectl-create" using mellanox.com/v1alpha1'}]}
+        assert api.get('%s/%s' % (GROUP, VERSION), PLURAL, 'nic-cluster-policy') == created
+    code, _h, body = apply(version='25.04', image='doca')
+    assert code == 409 and body['message'] == (
+        'Apply failed with 2 conflicts: conflicts with "kubectl-create" using mellanox.com/v1alpha1:\n'
+        '- .spec.ofedDriver.image\n- .spec.ofedDriver.version')
+    code, _h, body = apply()  # the same values: shared
+    shared = {'f:image': {}, 'f:repository': {}, 'f:version': {}}
+    assert code == 200 and managed(body)[0] == entry('gpunet.rdma', 'Apply', {'f:spec': {'f:ofedDriver': shared}},
+                                                     '%s/%s' % (GROUP, VERSION))
+    assert shared.items() <= managed(body)[1]['fieldsV1']['f:spec']['f:ofedDriver'].items()
+    code, _h, body = apply('&force=true', version='25.04')
+    assert code == 200 and body['spec']['ofedDriver']['version'] == '25.04'
+    fields = [e['fieldsV1']['f:spec']['f:ofedDriver'] for e in managed(body)]
+    assert 'f:version' in fields[0] and 'f:version' not in fields[1] and 'f:image' in fields[1]
+    # list items are named by their keys; a set-up object without managedFields is before-first-apply's
+    api.add('apps/v1', 'deployments', deployment())
+    code, _h, body = raw(api, 'PATCH', '/apis/apps/v1/namespaces/default/deployments/web?fieldManager=gpunet.rdma',
+                         yaml.safe_dump({'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'web'},
+                                         'spec': {'template': {'spec': {'containers': [
+                                             {'name': 'app', 'image': 'app:2'}]}}}}), APPLY)
+    assert code == 409 and body['message'] == (
+        'Apply failed with 1 conflict: conflict with "before-first-apply" using apps/v1: '
+        '.spec.template.spec.containers[name="app"].image')
+
+
+def test_network_operator_stand_in_advertises_where_the_policy_and_the_devices_match(api):
+    """The molecule stand-in: a NicNodePolicy's resource on the nodes it selects only, 0 where no netdev passes the
+    plugin's selectors."""
+    operator = runpy.run_path(os.path.join(REPO, 'molecule', 'network_operator', 'files', 'network_operator.py'))
+    with open(os.path.join(REPO, 'tests', 'crds', 'network-operator-v26.4.1', 'mellanox.com_nicnodepolicies.yaml')) as f:
+        api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', yaml.safe_load(f))
+    for name, group, netdev in (('n1', 'ib', 'ibp94s0f0'), ('n2', 'ib', 'ibp12s0'), ('n3', 'roce', 'ibp94s0f0')):
+        netdevs = [{'ifName': netdev, 'vendor': '15b3', 'deviceID': '1017', 'driver': 'mlx5_core',
+                    'linkType': 'infiniband'}]
+        api.add('v1', 'nodes', {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {
+            'name': name, 'labels': {'group': group}, 'annotations': {'gpunet.test/rdma-netdevs': json.dumps(netdevs)}}})
+    api.on_change = operator['on_change']
+    config = {'configList': [{'resourceName': 'rdma_ib', 'rdmaHcaMax': 63, 'selectors': {'ifNames': ['ibp94s0f0']}}]}
+    custom(api).create_cluster_custom_object(GROUP, VERSION, 'nicnodepolicies', {
+        'apiVersion': '%s/%s' % (GROUP, VERSION), 'kind': 'NicNodePolicy', 'metadata': {'name': 'ib'},
+        'spec': {'nodeSelector': {'group': 'ib'}, 'rdmaSharedDevicePlugin': {
+            'image': 'k8s-rdma-shared-dev-plugin', 'repository': 'ghcr.io/mellanox', 'version': 'v1.5.2',
+            'config': json.dumps(config)}}})
+    allocatable = dict((n, api.get('v1', 'nodes', n).get('status', {}).get('allocatable')) for n in ('n1', 'n2', 'n3'))
+    assert allocatable == {'n1': {'rdma/rdma_ib': '63'}, 'n2': {'rdma/rdma_ib': '0'}, 'n3': None}
+    assert sorted((e['manager'], e.get('subresource')) for e in api.get('v1', 'nodes', 'n1')['metadata'][
+        'managedFields']) == [('kubelet', 'status'), ('network-operator', None)]

@@ -232,6 +232,36 @@ def test_mlxfwreset_activates_next_boot_including_array_elements(lab):
     assert parse_query(out)['LINK_TYPE_P1']['current'] == 'IB(1)'
 
 
+@pytest.fixture
+def dual_port(tmp_path):
+    """The V100 node: one dual-port ConnectX-5, functions 0000:5e:00.0 and 0000:5e:00.1 of one adapter."""
+    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'v100.yml'))
+    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
+    sysfs_fixture.build_firmware(profile, str(tmp_path))
+    return tmp_path
+
+
+def test_the_functions_of_an_adapter_share_its_configuration(dual_port):
+    port0, port1 = '0000:5e:00.0', '0000:5e:00.1'
+    assert mlxconfig(dual_port, '-d', port1, '-y', 'set', 'LINK_TYPE_P2=ETH')[0] == 0
+    assert mlxconfig(dual_port, '-d', '5e:00.0', '-y', 'set', 'SRIOV_EN=True', 'NUM_OF_VFS=4')[0] == 0
+    for device in (port0, port1):
+        config = parse_query(mlxconfig(dual_port, '-d', device, '-e', 'q')[1])
+        assert config['LINK_TYPE_P2']['next_boot'] == 'ETH(2)' and config['LINK_TYPE_P2']['current'] == 'IB(1)'
+        assert config['SRIOV_EN']['next_boot'] == 'True(1)' and config['NUM_OF_VFS']['next_boot'] == '4'
+    # one reset, through either function, activates the adapter: both functions read the new values as Current
+    assert tool(dual_port, 'mlxfwreset', '-d', port0, '-l', '3', '-y', 'r')[0] == 0
+    for device in (port1, port0):
+        config = parse_query(mlxconfig(dual_port, '-d', device, '-e', 'q', 'LINK_TYPE_P2', 'NUM_OF_VFS')[1])
+        assert config['LINK_TYPE_P2']['current'] == 'ETH(2)' and config['NUM_OF_VFS']['current'] == '4'
+    with open(str(dual_port / 'firmware' / 'calls.log')) as handle:
+        calls = [json.loads(line) for line in handle]
+    assert [call for call in calls if call[0] == 'mlxfwreset'] == [['mlxfwreset', '-d', port0, '-l', '3', '-y', 'r']]
+    # a query of every device prints the one configuration for each function
+    tables = mlxconfig(dual_port, '-e', 'q', 'NUM_OF_VFS')[1].split('Device #')[1:]
+    assert len(tables) == 2 and all(parse_query(table)['NUM_OF_VFS']['current'] == '4' for table in tables)
+
+
 def test_mst_start_and_status(lab):
     rc, out = tool(lab, 'mst', 'start')
     assert rc == 0 and 'Loading MST PCI configuration module - Success' in out

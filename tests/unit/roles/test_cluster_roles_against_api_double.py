@@ -125,6 +125,20 @@ def test_refused_without_spec_tolerations(cluster, tmp_path, upstream_crds):
     assert patches(cluster) == []
 
 
+def test_a_policy_argo_cd_keeps_is_not_patched(cluster, tmp_path):
+    """Argo CD would put the tolerations back at its next sync: refused before any patch, the change for Git named."""
+    policy = cluster.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')
+    policy['metadata']['annotations'] = {
+        'argocd.argoproj.io/tracking-id': 'rdma:mellanox.com/NicClusterPolicy:/nic-cluster-policy'}
+    cluster.add('mellanox.com/v1alpha1', 'nicclusterpolicies', policy)
+    code, output = play(cluster, tmp_path, TOLERATIONS)
+    assert code != 0
+    assert ('NicClusterPolicy nic-cluster-policy is kept by Argo CD (rdma, annotation argocd.argoproj.io/tracking-id='
+            'rdma:mellanox.com/NicClusterPolicy:/nic-cluster-policy)') in output, output
+    assert '"key": "node.kubernetes.io/unschedulable"' in output and 'Nothing was patched.' in output
+    assert patches(cluster) == []
+
+
 def test_nodes_that_stay_waiting_are_named(cluster, tmp_path):
     cluster.on_change = None  # the operator never recovers the node
     code, output = play(cluster, tmp_path, TOLERATIONS, extra={'nicclusterpolicy_tolerations_wait_timeout': 10})
@@ -505,13 +519,16 @@ NO_GROUPS = {
     'ib_a100': {'hosts': ['gpu-a100-01'], 'netdev': 'ibp141s0', 'rate': 200},
 }
 NETWORK_OPERATOR = '''
-- name: The Network Operator cluster stage without the helm chart, as roles/network_operator/tasks/main.yml runs it
+- name: The Network Operator cluster stage without installing the chart, as roles/network_operator/tasks/main.yml runs it
   hosts: localhost
   connection: local
   gather_facts: false
   module_defaults:
     group/gpunet.rdma.k8s:
       kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
+    group/kubernetes.core.helm:
+      kubeconfig: "{{ gpunet_rdma_kubeconfig }}"
+      binary_path: "{{ helm_binary }}"
   vars:
     network_operator_nfd_enabled: true
     network_operator_wait_timeout: 10
@@ -529,7 +546,7 @@ NETWORK_OPERATOR = '''
           ansible.builtin.include_role:
             name: gpunet.rdma.network_operator
             tasks_from: "{{ step }}"
-          loop: [build.yml, nfd.yml, objects.yml, validate.yml, apply_objects.yml, verify.yml]
+          loop: [build.yml, nfd.yml, objects.yml, ownership.yml, validate.yml, apply_objects.yml, verify.yml]
           loop_control:
             loop_var: step
       always:
@@ -580,7 +597,7 @@ def play_network_operator(api, tmp_path, extra=None, host_ofed=()):
     if result_path.exists():
         result_path.unlink()
     extra_vars = {'gpunet_rdma_kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')), 'facts': no_facts(host_ofed),
-                  'result_path': str(result_path)}
+                  'result_path': str(result_path), 'helm_binary': os.path.join(REPO, '.build', 'bin', 'helm')}
     extra_vars.update(extra or {})
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'))
@@ -659,7 +676,7 @@ def operator_reconciles(api, group_version, plural, obj):
 
 @pytest.fixture
 def operator_cluster(upstream_crds):
-    api = kube_apiserver.FakeApiServer(on_change=operator_reconciles).start()
+    api = kube_apiserver.FakeApiServer(on_change=operator_reconciles, tls=True).start()
     for name in ('mellanox.com_nicclusterpolicies.yaml', 'mellanox.com_nicnodepolicies.yaml',
                  'mellanox.com_hostdevicenetworks.yaml'):
         with open(os.path.join(upstream_crds, 'network-operator-v26.4.1', name)) as handle:
@@ -771,6 +788,42 @@ def test_driver_container_refused_over_a_host_ofed(operator_cluster, tmp_path):
                                                  host_ofed=['gpu-v100-02'])
     assert code == 0, output
     assert [c['host'] for c in result['host_ofed_conflicts']] == ['gpu-v100-02']
+
+
+def test_a_policy_another_manager_created_is_left_alone_until_forced(operator_cluster, tmp_path):
+    """Brownfield: the admin created the NicClusterPolicy by hand (kubectl's client-side apply) with their own
+    nodeAffinity. The default run reads its managedFields, names each conflict as kube-apiserver would, and writes
+    nothing at all; network_operator_force_conflicts takes exactly those fields over."""
+    api = operator_cluster
+    affinity = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [
+        {'matchExpressions': [{'key': 'team', 'operator': 'In', 'values': ['vision']}]}]}}}
+    api.add('mellanox.com/v1alpha1', 'nicclusterpolicies', {
+        'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy', 'metadata': {'name': 'nic-cluster-policy'},
+        'spec': {'nodeAffinity': affinity['nodeAffinity']}}, manager='kubectl-client-side-apply')
+    ours = {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [
+        {'matchExpressions': [{'key': 'gpunet.rdma/group', 'operator': 'Exists'}]}]}}
+    code, output, _result = play_network_operator(api, tmp_path, {'network_operator_node_affinity': ours})
+    assert code != 0
+    assert ('NicClusterPolicy nic-cluster-policy: fields owned by another field manager: conflict with '
+            '"kubectl-client-side-apply" using mellanox.com/v1alpha1: .spec.nodeAffinity') in output, output
+    assert 'Set network_operator_force_conflicts: true to take NicClusterPolicy nic-cluster-policy' in output
+    assert [m for m, _p, _d in api.requests if m not in ('GET',)] == []
+    ledger = play_network_operator.ledger
+    assert ledger['status'] == 'failed' and ledger['problems'][0].startswith('NicClusterPolicy nic-cluster-policy: ')
+    assert api.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')['spec']['nodeAffinity'] == \
+        affinity['nodeAffinity']
+    code, output, result = play_network_operator(api, tmp_path, {
+        'network_operator_force_conflicts': True, 'network_operator_node_affinity': ours})
+    assert code == 0, output
+    policy = api.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')
+    assert policy['spec']['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution']['nodeSelectorTerms'] == [
+        {'matchExpressions': [{'key': 'gpunet.rdma/group', 'operator': 'Exists'}]}]
+    owners = dict((entry['manager'], entry) for entry in policy['metadata']['managedFields'])
+    # a NodeSelector is atomic: one manager owns it whole
+    assert 'f:requiredDuringSchedulingIgnoredDuringExecution' in json.dumps(owners['gpunet.rdma']['fieldsV1'])
+    assert 'f:requiredDuringSchedulingIgnoredDuringExecution' not in json.dumps(
+        owners.get('kubectl-client-side-apply', {}).get('fieldsV1', {}))
+    assert [entry['action'] for entry in result['ownership']['objects']][:1] == ['force']
 
 
 def test_move_from_one_nicclusterpolicy_to_nicnodepolicies(operator_cluster, tmp_path):

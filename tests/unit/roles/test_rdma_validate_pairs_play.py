@@ -106,6 +106,8 @@ def test_pairs_per_rail_with_latency(tmp_path):
     # v100-a is the client of the listed pair (mlx5_1) and of the ring's two rails (mlx5_0, mlx5_1 against v100-b)
     pairs = [(t['server'], t['device'], t['rail']) for t in a['detail']['tests']]
     assert pairs == [('v100-b', 'mlx5_1', None), ('v100-b', 'mlx5_0', 0)]  # the ring's rail 1 repeats the listed one
+    # the ledger names the ring's rail by identity: its PCI function (no fabric rails); a listed pair is on none
+    assert [t['rail_name'] for t in a['detail']['tests']] == [None, '0000:5e:00.0']
     assert b['detail']['tests'] == [] and b['detail']['pairs_planned'] == 0 and a['detail']['pairs_planned'] == 2
     for test in a['detail']['tests']:
         # the field report's 94.71 Gb/s on 100 Gb/s; the double's EDR write latency (1.60 x 0.78 / 0.88)

@@ -58,6 +58,8 @@ GROUP = {'group': 'ib_a100', 'resource_name': 'rdma_a100', 'hosts': ['h1'], 'por
 RESOURCE = {'group': 'ib_a100', 'resource': 'rdma/rdma_a100', 'hosts': ['h1'], 'if_names': ['ibp12s0']}
 NODE = {'metadata': {'name': 'h1', 'labels': {}}, 'status': {'allocatable': {'rdma/rdma_a100': '63'}}}
 TOLERATION = {'key': 'node.kubernetes.io/unschedulable', 'operator': 'Exists', 'effect': 'NoSchedule'}
+POLICY = {'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy', 'metadata': {'name': 'nic-cluster-policy'},
+          'spec': {'tolerations': []}}
 SPIDER_HOST = {'host': 'roce-1', 'ports': [dict(PORT, netdev='enp11s0f0np0', link_layer='Ethernet')], 'netns': None}
 SPIDER_OPTIONS = {'gpu_nics': [{'gpu': 1, 'nic': 'enp11s0f0np0'}],
                   'ip_pools': [{'gpu': 1, 'subnet': '172.16.11.0/24', 'gateway': '172.16.11.254',
@@ -171,6 +173,7 @@ CASES = [
     case('rdma_check', [PORT], 'InfiniBand', arg='expectation', says=['must be a dict']),
     case('rdma_check', [PORT], None, 'ib_a100', arg='group_names', says=['must be a list of group names']),
     case('rdma_check', [PORT], group_expectations=['ib_a100'], arg='group_expectations', says=['must be a dict']),
+    case('rdma_check', [PORT], devices=[{'pci_address': '0000:0b:00.0'}], arg='devices[0]', says=['needs device']),
     case('rdma_check_hosts', 'h1', HOSTVARS, arg='the input', says=['must be a list of host names']),
     case('rdma_check_hosts', ['h1'], None, arg='hostvars', says=['must be a dict', 'got null']),
     case('rdma_check_hosts', ['h1'], HOSTVARS, ['ib_a100'], arg='fabrics', says=['must be a dict']),
@@ -287,6 +290,19 @@ CASES = [
     case('rdma_sriov_nodes', ['h1'], HOSTVARS, ['h1'], arg='nodes[0]', says=['must be a dict (a Node object)']),
     case('rdma_hostdev_allocatable', [{'group': 'g'}], [], arg='the input[0]', says=['needs mode']),
     case('rdma_perftest_records', [], [], 'h1', 'pair', ['server'], arg='extra', says=['must be a dict']),
+    # rdma_ownership.py
+    case('rdma_apply_plan', {'kind': 'NicClusterPolicy'}, [None], arg='the input', says=['must be a list']),
+    case('rdma_apply_plan', [{'kind': 'NicClusterPolicy'}], [None], arg='the input[0]', says=['needs metadata']),
+    case('rdma_apply_plan', [POLICY], 'none', arg='live', says=['must be a list']),
+    case('rdma_apply_plan', [POLICY], [None], 'gpunet.rdma', 'yes', arg='force', says=['must be true or false']),
+    case('rdma_apply_plan', [POLICY], [{'kind': 'NicClusterPolicy', 'metadata': {'managedFields': [
+         {'manager': 'kubectl', 'fieldsV1': ['f:spec']}]}}], arg='metadata.managedFields[0]',
+         says=['is not a managedFields entry']),
+    case('rdma_release_plan', ['deployed'], 'network-operator', 'v26.4.1', {}, arg='the input', says=['must be a dict']),
+    case('rdma_release_plan', {}, 'network-operator', 'v26.4.1', 'nfd.enabled=true', arg='values',
+         says=['must be a dict']),
+    case('rdma_release_plan', {'name': 'r', 'chart': 'c-1', 'values': 'nfd: {}'}, 'c', '1', {'nfd': {}},
+         arg='release r', says=['its values are not a map']),
 ]
 
 

@@ -169,6 +169,10 @@ def test_fabric_defaults_and_hosts():
     ({'firmware': ['LINK_TYPE_P1=IB']}, 'firmware must be a dict of nic_firmware settings'),
     ({'line_rate': 400}, 'unknown keys line_rate'),
     ({'platform': 'vmware'}, 'platform must be one of bare_metal, vmware_pvrdma'),
+    ({'validation': {'rails': 'mlx5_0'}}, 'validation.rails must be a list, one entry per rail'),
+    ({'validation': {'rails': ['mlx5_0', {'device': 'mlx5_1', 'port': 0}]}},
+     r'validation.rails\[1\] must be a device name'),
+    ({'validation': {'rails': [['mlx5_0', 3]]}}, r'validation.rails\[0\] must be a device name'),
 ])
 def test_fabric_errors_name_the_group_and_key(change, message):
     fabric = dict(H100, **change)

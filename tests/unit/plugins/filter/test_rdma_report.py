@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -151,7 +152,7 @@ def ledger(**stages):
 def test_fleet_report_summary(tmp_path, hardware):
     report = _fleet(tmp_path, hardware)
     assert report['summary'] == {'hosts': 4, 'pass': 2, 'fail': 1, 'unchecked': 0, 'no_facts': 1, 'ports': 7,
-                                 'active_ports': 5, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
+                                 'active_ports': 5, 'vf_ports': 0, 'failed_hosts': ['lab-gone', 'lab-v100-9'],
                                  'stages': {'ok': 0, 'changed': 0, 'pending': 0, 'failed': 0, 'skipped': 0},
                                  'pending': {}, 'failed_stages': [], 'driver_kernel_mismatch_hosts': [],
                                  'cluster_problem_nodes': [], 'validation_failed': [], 'validation_failed_hosts': [],
@@ -177,6 +178,7 @@ def test_markdown_report(tmp_path, hardware):
             '3 (10.96.83.26) | ignored: link layer Ethernet, expected InfiniBand |') in lines
     assert ('| lab-v100-9 | ib_v100 | at least 2 ACTIVE InfiniBand ports >= 100 Gb/s | 1 | sysfs | - | FAIL |') in lines
     assert not [line for line in lines if line.startswith('Pending:')]
+    assert 'Failed hosts: lab-gone, lab-v100-9.' in lines
     for section in ('## Stages', '## Firmware', '## Drivers', '## Container runtime', '## Kubernetes', '## Groups'):
         assert section not in text  # no stage ran, no fabric given
     failing = text.split('## Hosts that miss expectations')[1]
@@ -344,7 +346,7 @@ def _driver_records(host, **changes):
              'persisted_file': '/etc/modprobe.d/gpunet-rdma-netns.conf', 'reboot_pending': False}
     gpudirect = {'host': host, 'mode': 'host', 'load_skipped': False, 'persisted': ['nvidia_peermem'],
                  'modules': {'nvidia_peermem': {'installed': True, 'loaded': True}}, 'memory_peer_version': '1.3',
-                 'gdrdrv_device': None}
+                 'gdrdrv_device': None, 'mode_from': 'nvidia_driver', 'nvidia_driver': 'host'}
     for key, value in changes.items():
         stage, field = key.split('__')
         {'ofed': ofed, 'netns': netns, 'gpudirect': gpudirect}[stage][field] = value
@@ -376,7 +378,8 @@ def test_report_shows_the_driver_stack():
                  'missing_modules': [], 'devices': 2},
         'netns': {'wanted': 'shared', 'live': 'shared', 'persisted': 'shared', 'reboot_pending': False},
         'gpudirect': {'mode': 'host', 'load_skipped': False, 'persisted': ['nvidia_peermem'],
-                      'loaded': ['nvidia_peermem'], 'memory_peer_version': '1.3', 'gdrdrv_device': None}}
+                      'loaded': ['nvidia_peermem'], 'memory_peer_version': '1.3', 'gdrdrv_device': None,
+                      'mode_from': 'nvidia_driver', 'reason': None}}
     summary = report['summary']
     assert summary['pending'] == {'driver_restart': ['n2'], 'netns_switch': ['n2']}
     assert summary['driver_kernel_mismatch_hosts'] == ['n3']
@@ -556,3 +559,74 @@ def test_out_of_scope_hosts_and_load_tests_not_asked(tmp_path, hardware):
     plain = _fleet(tmp_path / 'plain', hardware)
     assert '## Out of scope' not in rdma_report_markdown(plain) and 'section-out-of-scope' not in render_html(plain)
     assert 'not asked for on' not in rdma_report_markdown(plain)
+
+
+HARDWARE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'lab', 'hardware')
+# The example inventory's RoCE group: eight GPU-affine PFs, two SR-IOV VFs of mlx5_0 (fabric sriov.num_vfs: 2).
+ROCE = {'link_layer': 'Ethernet', 'min_active_ports': 8, 'min_rate_gbps': 100}
+
+
+def roce_node(tmp_path, hardware, down=()):
+    """The lab's RoCE node (lab/hardware/roce_a100.yml) with the PFs in ``down`` uncabled; its VFs stay up."""
+    import copy
+    import sysfs_fixture
+    profile = copy.deepcopy(sysfs_fixture.load_profile(os.path.join(HARDWARE, 'roce_a100.yml')))
+    for device in profile['devices']:
+        if device['name'] in down:
+            device['ports'][0].update(state='DOWN', phys_state='Disabled')
+    return SysfsReader(hardware(profile, tmp_path / ('roce-' + '-'.join(down)))).read()
+
+
+def test_a_pf_down_fails_min_active_ports_although_vfs_are_up(tmp_path, hardware):
+    ports, devices = roce_node(tmp_path, hardware, down=('mlx5_3',))
+    # ten ports, nine ACTIVE: without telling VFs apart the node would count 9 >= 8
+    assert (len(ports), len([p for p in ports if p['state'] == 'ACTIVE'])) == (10, 9)
+    result = rdma_check(ports, expectation=ROCE, devices=devices)
+    assert result['verdict'] == 'fail' and result['ok_ports'] == 7
+    assert result['problems'] == [
+        'expected at least 8 ACTIVE Ethernet ports >= 100 Gb/s, found 7 on physical functions (the 2 ACTIVE SR-IOV '
+        "VF ports mlx5_8 port 1, mlx5_9 port 1 do not count: a VF shares its PF's link)",
+        'mlx5_3 port 1 (enp14s0f0np0): DOWN / Disabled: port disabled: not cabled, or disabled on the switch or in '
+        'firmware']
+    # each VF's port right after its PF's port, which lists them
+    assert [(p['device'], p['verdict']) for p in result['ports']] == [
+        ('mlx5_0', 'ok'), ('mlx5_8', 'vf'), ('mlx5_9', 'vf'), ('mlx5_1', 'ok'), ('mlx5_2', 'ok'), ('mlx5_3', 'down'),
+        ('mlx5_4', 'ok'), ('mlx5_5', 'ok'), ('mlx5_6', 'ok'), ('mlx5_7', 'ok')]
+    assert result['ports'][0]['vfs'] == ['mlx5_8', 'mlx5_9']
+    assert result['ports'][1]['note'] == 'SR-IOV VF of mlx5_0: not counted (expectations count physical functions)'
+
+    healthy_ports, healthy_devices = roce_node(tmp_path, hardware)
+    results = [dict(result, host='roce-1', source='sysfs', devices=devices),
+               dict(rdma_check(healthy_ports, expectation=ROCE), host='roce-2', source='sysfs', devices=healthy_devices)]
+    assert results[1]['verdict'] == 'pass' and results[1]['ok_ports'] == 8
+    report = rdma_fleet_report(results, ['roce-1', 'roce-2'])
+    summary = report['summary']
+    assert summary['failed_hosts'] == ['roce-1']
+    assert (summary['ports'], summary['active_ports'], summary['vf_ports']) == (16, 15, 4)
+    lines = rdma_report_markdown(report).splitlines()
+    assert ("2 hosts: 1 pass, 1 fail, 0 unchecked, 0 without facts. 16 ports, 15 ACTIVE. 4 SR-IOV VF ports besides "
+            "(never counted: a VF shares its PF's link).") in lines
+    assert 'Failed hosts: roce-1.' in lines
+    assert ('| roce-1 | ungrouped | mlx5_0 | 1 | enp11s0f0np0 (Up) | ACTIVE / LinkUp | Ethernet | 100 Gb/s | '
+            '7 (172.16.11.11) | ok (SR-IOV VFs: mlx5_8, mlx5_9) |') in lines
+    assert ('| roce-1 | ungrouped | mlx5_8 | 1 | enp11s0f0v0 (Up) | ACTIVE / LinkUp | Ethernet | 100 Gb/s | '
+            '3 (172.16.11.21) | vf: SR-IOV VF of mlx5_0: not counted (expectations count physical functions) |') in lines
+
+
+def test_vfs_never_satisfy_a_pf_expectation(tmp_path, hardware):
+    ports, devices = roce_node(tmp_path, hardware)
+    # facts cached before ports carried their SR-IOV role: the devices tell
+    role = ('virtual_function', 'physical_function', 'physical_function_device', 'vfs')
+    old = [dict((k, v) for k, v in p.items() if k not in role) for p in ports]
+    pfs_down = [dict(p, state='DOWN', physical_state='Polling') if p['device'] in ('mlx5_0', 'mlx5_1') else p
+                for p in old]
+    result = rdma_check(pfs_down, expectation=dict(ROCE, min_active_ports=7), devices=devices)
+    assert result['ok_ports'] == 6 and result['verdict'] == 'fail'
+    assert [p['device'] for p in result['ports']][:3] == ['mlx5_0', 'mlx5_8', 'mlx5_9']
+    assert result['problems'][0].startswith('expected at least 7 ACTIVE Ethernet ports >= 100 Gb/s, found 6 on physical '
+                                            'functions (the 2 ACTIVE SR-IOV VF ports mlx5_8 port 1, mlx5_9 port 1 do')
+    # a VF named among the required devices is refused, naming its PF
+    named = rdma_check(ports, expectation=dict(ROCE, devices=['mlx5_1', 'mlx5_8']), devices=devices)
+    assert named['verdict'] == 'fail'
+    assert named['problems'] == ['mlx5_8 is an SR-IOV VF of mlx5_0: expectations count physical functions; name '
+                                 'mlx5_0 in devices']

@@ -15,20 +15,27 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_perftest_records, rdma_validate_pairs
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import fold_latency, node_rails, ring_pairs
+from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import RailError, fold_latency, node_rails, ring_pairs
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
 
 
 @pytest.fixture(scope='module')
 def profiles(tmp_path_factory):
-    """rdma_ports of each lab hardware profile, as discovery reads them from its sysfs tree."""
+    """rdma_ports of each lab hardware profile, as discovery reads them from its sysfs tree; ``roce_down``: the RoCE
+    node with its middle PF mlx5_3 uncabled (its VFs of mlx5_0 still up)."""
+    import copy
     import os
     import sysfs_fixture
     hardware = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'lab', 'hardware')
     ports = {}
-    for name in ('v100', 'a100', 'roce_a100', 'h100'):
+    for name in ('v100', 'a100', 'roce_a100', 'h100', 'roce_down'):
         root = tmp_path_factory.mktemp(name)
-        sysfs_fixture.build(sysfs_fixture.load_profile(os.path.join(hardware, name + '.yml')), str(root))
+        profile = copy.deepcopy(sysfs_fixture.load_profile(os.path.join(hardware, name.replace('_down', '_a100')
+                                                                        + '.yml')))
+        for device in profile['devices']:
+            if name == 'roce_down' and device['name'] == 'mlx5_3':
+                device['ports'][0].update(state='DOWN', phys_state='Disabled')
+        sysfs_fixture.build(profile, str(root))
         ports[name], ports[name + '-devices'] = SysfsReader(str(root)).read()
     return ports
 
@@ -38,21 +45,72 @@ def fabric(name, link_layer, rate, hosts, **validation):
             'validation': validation}
 
 
-def test_rails_are_the_active_ports_of_the_link_layer_in_device_order(profiles):
-    assert [p['device'] for p in node_rails(profiles['v100'], 'InfiniBand')] == ['mlx5_0', 'mlx5_1']
-    assert [p['device'] for p in node_rails(profiles['a100'], 'InfiniBand')] == ['mlx5_1']
-    assert [p['device'] for p in node_rails(profiles['a100'], 'Ethernet')] == ['mlx5_bond_0']
-    # The RoCE node's two SR-IOV VFs of mlx5_0 (mlx5_8, mlx5_9) share its cable: no rails of their own.
+def names(rails):
+    return [p['device'] if p else None for p in rails]
+
+
+def test_rails_are_the_physical_functions_ports_in_pci_order(profiles):
+    assert names(node_rails(profiles['v100'], 'InfiniBand')) == ['mlx5_0', 'mlx5_1']
+    assert names(node_rails(profiles['a100'], 'InfiniBand')) == ['mlx5_1']
+    # mlx5_0 (0000:0c:00.0) is an uncabled Ethernet port: its rail is a gap, the bond (0000:3b:00.0) stays rail 1
+    assert names(node_rails(profiles['a100'], 'Ethernet')) == [None, 'mlx5_bond_0']
+    # The RoCE node's two SR-IOV VFs of mlx5_0 (mlx5_8, mlx5_9) share its cable: no rails of their own, whether the
+    # ports say so (virtual_function) or the devices do.
+    roce = ['mlx5_%d' % i for i in range(8)]
+    assert names(node_rails(profiles['roce_a100'], 'Ethernet')) == roce
     vfs = [d['device'] for d in profiles['roce_a100-devices'] if d.get('virtual_function')]
     assert vfs == ['mlx5_8', 'mlx5_9']
-    roce = [p['device'] for p in node_rails(profiles['roce_a100'], 'Ethernet', virtual_functions=vfs)]
-    assert roce == ['mlx5_%d' % i for i in range(8)]
+    bare = [dict((k, v) for k, v in p.items() if k != 'virtual_function') for p in profiles['roce_a100']]
+    assert names(node_rails(bare, 'Ethernet', virtual_functions=vfs)) == roce
+
+
+def test_a_down_middle_port_leaves_a_gap_and_the_rails_after_it_stay(profiles):
+    """Rail = PCI order of the PFs' ports, ACTIVE or not: mlx5_3 down does not move mlx5_4..7 to rails 3..6."""
+    assert names(node_rails(profiles['roce_down'], 'Ethernet')) == [
+        'mlx5_0', 'mlx5_1', 'mlx5_2', None, 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7']
+    # no VF fills the gap, even with every PF down
+    down = [dict(p, state='DOWN') if not p['virtual_function'] else p for p in profiles['roce_a100']]
+    assert node_rails(down, 'Ethernet') == [None] * 8
+    hosts = ['r1', 'r2', 'r3']
+    ports = {'r1': profiles['roce_a100'], 'r2': profiles['roce_down'], 'r3': profiles['roce_a100']}
+    pairs = ring_pairs({'roce_a100': fabric('roce_a100', 'Ethernet', 100, hosts)}, ports)
+    by_rail = {}
+    for pair in pairs:
+        by_rail.setdefault(pair['rail'], []).append(pair)
+    assert sorted(by_rail) == list(range(8))
+    # rail 3: r2's port is down, so r1 and r3 make the one pair; every other rail is a ring of three
+    assert [(p['client'], p['server']) for p in by_rail[3]] == [('r1', 'r3')]
+    assert all(len(by_rail[r]) == 3 for r in range(8) if r != 3)
+    # every pair of rail i is mlx5_i on both sides, named by its PCI function
+    for rail, members in by_rail.items():
+        assert set((p['device'], p['client_device']) for p in members) == {('mlx5_%d' % rail, 'mlx5_%d' % rail)}
+    assert [by_rail[r][0]['rail_name'] for r in range(8)] == [
+        '0000:0b:00.0', '0000:0c:00.0', '0000:0d:00.0', '0000:0e:00.0', '0000:0f:00.0', '0000:10:00.0',
+        '0000:11:00.0', '0000:12:00.0']
+    assert not [p for p in pairs if {p['device'], p['client_device']} & {'mlx5_8', 'mlx5_9'}]
 
 
 def test_rails_named_by_the_fabric(profiles):
     named = ['mlx5_1', ['mlx5_9', 'mlx5_0'], 'mlx5_7', {'device': 'mlx5_0', 'port': 2}]
     rails = node_rails(profiles['v100'], 'InfiniBand', named)
     assert [p['device'] if p else None for p in rails] == ['mlx5_1', 'mlx5_0', None, None]
+    # a named rail whose port is down is a gap
+    assert names(node_rails(profiles['roce_down'], 'Ethernet', ['mlx5_2', 'mlx5_3', 'mlx5_4'])) == [
+        'mlx5_2', None, 'mlx5_4']
+    rails = ['mlx5_4', ['mlx5_20', 'mlx5_5'], {'device': 'mlx5_6', 'port': 1}]
+    pairs = ring_pairs({'g': fabric('g', 'Ethernet', 100, ['r1', 'r2'], rails=rails)},
+                       {'r1': profiles['roce_a100'], 'r2': profiles['roce_down']})
+    assert [(p['rail'], p['rail_name'], p['device']) for p in pairs] == [
+        (0, 'mlx5_4', 'mlx5_4'), (1, 'mlx5_20|mlx5_5', 'mlx5_5'), (2, 'mlx5_6/1', 'mlx5_6')]
+
+
+def test_a_vf_named_as_a_rail_is_refused(profiles):
+    with pytest.raises(RailError, match=r'validation.rails\[1\] \(mlx5_8\) names mlx5_8, an SR-IOV virtual function'):
+        node_rails(profiles['roce_a100'], 'Ethernet', ['mlx5_0', 'mlx5_8'])
+    with pytest.raises(AnsibleFilterError, match=r'rdma_validate_pairs: .*group g, host r1: validation.rails\[0\] '
+                                                 r'\(mlx5_9\|mlx5_1\) names mlx5_9'):
+        rdma_validate_pairs({'g': fabric('g', 'Ethernet', 100, ['r1', 'r2'], rails=[['mlx5_9', 'mlx5_1']])},
+                            {'r1': profiles['roce_a100'], 'r2': profiles['roce_a100']})
 
 
 def test_two_nodes_make_one_pair_per_rail(profiles):

@@ -135,6 +135,7 @@ def test_sysfs_a100_node(tmp_path, hardware):
         'device': 'mlx5_0', 'port': 1, 'netdev': 'enp12s0np0', 'netdev_state': 'Down', 'state': 'DOWN',
         'physical_state': 'Disabled', 'link_layer': 'Ethernet', 'rate_gbps': 10, 'rate': '10 Gb/sec (4X SDR)',
         'lid': 0, 'sm_lid': 0, 'pci_address': '0000:0c:00.0', 'source': 'sysfs', 'unknown': [],
+        'virtual_function': False, 'physical_function': None, 'physical_function_device': None, 'vfs': [],
         # no IPv4 address on the down netdev: its link-local GID (modified EUI-64 of 0c:42:a1:a1:0c:44) only
         'gids': [
             {'index': 0, 'gid': 'fe80:0000:0000:0000:0e42:a1ff:fea1:0c44', 'type': 'RoCE v1', 'netdev': 'enp12s0np0',
@@ -187,6 +188,28 @@ def test_sysfs_sr_iov_virtual_functions_of_the_roce_node(tmp_path, hardware):
     vf_ports = _by_device(ports)
     assert (vf_ports[('mlx5_8', 1)]['netdev'], vf_ports[('mlx5_8', 1)]['netdev_state']) == ('enp11s0f0v0', 'Up')
     assert (vf_ports[('mlx5_9', 1)]['netdev'], vf_ports[('mlx5_9', 1)]['netdev_state']) == ('enp11s0f0v1', 'Down')
+    # The ports carry it too: a VF's port names its PF, the PF's port lists its VFs (physfn / virtfnN in sysfs).
+    for name in ('mlx5_8', 'mlx5_9'):
+        assert (vf_ports[(name, 1)]['virtual_function'], vf_ports[(name, 1)]['physical_function'],
+                vf_ports[(name, 1)]['physical_function_device'], vf_ports[(name, 1)]['vfs']) == (
+            True, '0000:0b:00.0', 'mlx5_0', [])
+    assert (vf_ports[('mlx5_0', 1)]['virtual_function'], vf_ports[('mlx5_0', 1)]['vfs']) == (False, ['mlx5_8', 'mlx5_9'])
+    assert all(vf_ports[('mlx5_%d' % i, 1)]['vfs'] == [] for i in range(1, 8))
+
+
+def test_vf_ports_from_a_command_know_their_pf_only_with_sysfs(tmp_path, hardware):
+    """ibdev2netdev -v tells a VF by its device ID, not its PF; sysfs fills the PF in."""
+    text = ('0000:0b:00.0 mlx5_0 (MT4119 - MCX515A-CCAT) CX515A fw 16.35.2000 port 1 (ACTIVE) ==> enp11s0f0np0 (Up)\n'
+            '0000:0b:00.2 mlx5_8 (MT4120 - NA)  fw 16.35.2000 port 1 (ACTIVE) ==> enp11s0f0v0 (Up)\n')
+    ports, devices = parse_ibdev2netdev(text)
+    by = _by_device(ports)
+    assert (by[('mlx5_8', 1)]['virtual_function'], by[('mlx5_8', 1)]['physical_function_device']) == (True, None)
+    assert by[('mlx5_0', 1)]['vfs'] == []
+    fill_from_sysfs(ports, devices, SysfsReader(hardware('roce_a100', tmp_path / 'sys')))
+    by = _by_device(ports)
+    assert (by[('mlx5_8', 1)]['physical_function'], by[('mlx5_8', 1)]['physical_function_device']) == (
+        '0000:0b:00.0', 'mlx5_0')
+    assert by[('mlx5_0', 1)]['vfs'] == ['mlx5_8']
 
 
 def test_every_port_and_device_has_every_key(tmp_path, hardware):

@@ -361,3 +361,31 @@ def test_a_device_the_request_cannot_use_sets_nothing_on_the_others(lab, capsys,
     assert code == 1 and message in result['msg']
     assert state_digest(lab) == before
     assert not [call for call in calls(lab) if 'set' in call] if (lab / 'firmware' / 'calls.log').exists() else True
+
+
+def test_the_functions_of_a_dual_port_card_are_set_once_through_the_first(tmp_path, monkeypatch, capsys):
+    """V100 node: mlx5_0 and mlx5_1 are the two functions (0000:5e:00.0, .1) of one ConnectX-5; one NV config."""
+    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'v100.yml'))
+    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
+    sysfs_fixture.build_firmware(profile, str(tmp_path))
+    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
+    wanted = {'LINK_TYPE_P2': 'ETH', 'SRIOV_EN': True}
+    code, result = run({'devices': ['mlx5_1', 'mlx5_0'], 'params': wanted}, capsys, tmp_path)
+    assert code == 0 and result['changed'] is True
+    assert calls(tmp_path) == [['-d', '0000:5e:00.1', '-e', 'q'],
+                               ['-d', '0000:5e:00.1', '-y', 'set', 'LINK_TYPE_P2=ETH', 'SRIOV_EN=True'],
+                               ['-d', '0000:5e:00.1', '-e', 'q']]
+    first, second = result['results']
+    assert (first['device'], first['changed'], first['configured_through']) == ('0000:5e:00.1', True, '0000:5e:00.1')
+    assert (second['requested'], second['device'], second['changed'], second['changes']) == (
+        'mlx5_0', '0000:5e:00.0', False, {})
+    assert second['configured_through'] == '0000:5e:00.1' and second['adapter'] == first['adapter'] == '0000:5e:00'
+    assert first['pending'] == second['pending'] == ['LINK_TYPE_P2', 'SRIOV_EN']
+    assert result['adapters'] == [{
+        'adapter': '0000:5e:00', 'functions': ['0000:5e:00.1', '0000:5e:00.0'], 'requested': ['mlx5_1', 'mlx5_0'],
+        'configured_through': '0000:5e:00.1', 'changes': first['changes'], 'pending': ['LINK_TYPE_P2', 'SRIOV_EN'],
+        'reboot_required': True}]
+    # the set through .1 is the adapter's: a query through .0 alone finds nothing left to set
+    code, again = run({'device': 'mlx5_0', 'params': wanted}, capsys, tmp_path)
+    assert code == 0 and again['changed'] is False and again['pending'] == ['LINK_TYPE_P2', 'SRIOV_EN']
+    assert again['adapter'] == '0000:5e:00' and 'configured_through' not in again

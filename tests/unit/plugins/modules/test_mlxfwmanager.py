@@ -211,3 +211,25 @@ def test_mstflint_burn_that_leaves_the_flash_unchanged_is_a_failure(lab, capsys)
     assert result['burned'] == ['mlx5_0']
     assert (lab / 'mstflint.calls').read_text().splitlines() == [
         '-i %s q' % path, '-d 0000:0c:00.0 q', '-d 0000:0c:00.0 -i %s -y burn' % path, '-d 0000:0c:00.0 q']
+
+
+def test_the_flash_of_a_dual_port_card_is_burned_once_and_one_reset_runs_it(tmp_path, monkeypatch, capsys):
+    """V100 node: mlx5_0 and mlx5_1 are the two functions (0000:5e:00.0, .1) of one ConnectX-5 (MT_0000000008)."""
+    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'v100.yml'))
+    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
+    sysfs_fixture.build_firmware(profile, str(tmp_path))
+    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
+    path = image(tmp_path, version='16.35.3006', psid='MT_0000000008', name='fw-ConnectX5.bin')
+    code, result = run({'devices': ['mlx5_0', 'mlx5_1'], 'image': path, 'update': True}, capsys, tmp_path)
+    assert code == 0 and result['changed'] is True
+    assert [call for call in calls(tmp_path) if '-u' in call] == [['-d', '0000:5e:00.0', '-i', path, '-u', '-f', '-y']]
+    mlx5_0, mlx5_1 = by_device(result)['mlx5_0'], by_device(result)['mlx5_1']
+    assert (mlx5_0['burned'], mlx5_0['burned_through'], mlx5_0['adapter']) == (True, None, '0000:5e:00')
+    assert (mlx5_1['burned'], mlx5_1['burned_through'], mlx5_1['adapter']) == (False, 'mlx5_0', '0000:5e:00')
+    assert mlx5_1['fw_version'] == '16.35.3006' and mlx5_1['pending_activation'] is True
+    subprocess.run([str(tmp_path / 'bin' / 'mlxfwreset'), '-d', '0000:5e:00.1', '-l', '3', '-y', 'r'], check=True,
+                   capture_output=True)
+    _code, after = run({'devices': ['mlx5_0', 'mlx5_1']}, capsys, tmp_path)
+    assert after['pending'] == [] and after['reboot_required'] is False
+    for name in ('mlx5_0', 'mlx5_1'):
+        assert (tmp_path / 'sys' / 'class' / 'infiniband' / name / 'fw_ver').read_text() == '16.35.3006\n'

@@ -98,6 +98,57 @@ def test_facts_without_rdma_kernel_support(host, capsys, monkeypatch):
     assert 'OFED reported as not installed' in warnings[0]
 
 
+def nvidia_node(root, dep_line, loaded_version, operator_root_files):
+    """A node tree: modules.dep with ``dep_line``, /sys/module/nvidia when loaded, the operator's driver root."""
+    kernel = root / 'lib' / 'modules' / '6.8.0-45-generic'
+    kernel.mkdir(parents=True)
+    (kernel / 'modules.dep').write_text('kernel/drivers/infiniband/core/ib_core.ko.zst:\n' + dep_line)
+    (root / 'sys' / 'module').mkdir(parents=True)
+    if loaded_version:
+        (root / 'sys' / 'module' / 'nvidia').mkdir()
+        (root / 'sys' / 'module' / 'nvidia' / 'version').write_text(loaded_version + '\n')
+        (root / 'sys' / 'module' / 'nvidia' / 'initstate').write_text('live\n')
+    (root / 'run-nvidia-driver').mkdir()
+    for name in operator_root_files:
+        (root / 'run-nvidia-driver' / name).mkdir()
+    return dict(kernel='6.8.0-45-generic', modules_root=str(root / 'lib' / 'modules'), sysfs_root=str(root / 'sys'),
+                modprobe_dir=str(root / 'none'), nvidia_driver_root=str(root / 'run-nvidia-driver'),
+                ofed_info_path=double(root / 'ofed_info', '', rc=127), rdma_path=double(root / 'rdma', 'netns shared\n'))
+
+
+@pytest.mark.parametrize('dep_line, loaded_version, operator_root_files, expected', [
+    # the driver package's DKMS build, loaded
+    ('updates/dkms/nvidia.ko.zst: kernel/drivers/video/video.ko.zst\n', '550.54.15', [],
+     dict(source='host', loaded=True, version='550.54.15', host_installed=True, host_path='updates/dkms/nvidia.ko.zst',
+          gpu_operator_root=None)),
+    # installed on the host, not loaded yet (before the first boot with it)
+    ('updates/dkms/nvidia.ko: \n', None, [],
+     dict(source='host', loaded=False, version=None, host_installed=True, host_path='updates/dkms/nvidia.ko',
+          gpu_operator_root=None)),
+    # the GPU Operator's driver container: loaded from the container, nothing in the host's modules.dep
+    ('', '550.90.07', ['bin', 'usr', 'lib'],
+     dict(source='gpu_operator', loaded=True, version='550.90.07', host_installed=False, host_path=None,
+          gpu_operator_root='ROOT')),
+    # an empty mount point left behind is not a driver container
+    ('', None, [], dict(source=None, loaded=False, version=None, host_installed=False, host_path=None,
+                        gpu_operator_root=None)),
+])
+def test_the_nvidia_driver_source(tmp_path, capsys, dep_line, loaded_version, operator_root_files, expected):
+    args = nvidia_node(tmp_path, dep_line, loaded_version, operator_root_files)
+    facts = run(args, capsys)['ansible_facts']['rdma_driver']
+    if expected['gpu_operator_root']:
+        expected = dict(expected, gpu_operator_root=args['nvidia_driver_root'])
+    assert facts['nvidia'] == expected
+    assert 'nvidia' not in facts['modules']  # reported under nvidia only, unless asked for
+
+
+def test_nvidia_is_also_a_module_entry_when_asked_for(tmp_path, capsys):
+    args = nvidia_node(tmp_path, 'updates/dkms/nvidia.ko: \n', '550.54.15', [])
+    facts = run(dict(args, modules=['nvidia']), capsys)['ansible_facts']['rdma_driver']
+    assert facts['modules']['nvidia']['installed'] is True and facts['modules']['nvidia']['loaded'] is True
+    assert facts['nvidia']['source'] == 'host'
+
+
 @pytest.mark.parametrize('short_output, short_rc', [('', 0), ('Usage: ofed_info [-s|-n|-l|-p]\n', 2)])
 def test_release_from_ofed_info_without_s(host, capsys, monkeypatch, short_output, short_rc):
     """An ofed_info whose -s prints nothing or fails: the release comes from the first line of the full output."""
