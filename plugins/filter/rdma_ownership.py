@@ -3,14 +3,15 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters reading who owns an object or a helm release before the cluster stage writes.
-Documentation: rdma_apply_plan.yml, rdma_release_plan.yml."""
+Documentation: rdma_apply_plan.yml, rdma_release_plan.yml, rdma_gitops_kept.yml."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import a_dict, a_list, a_str, filter_args
-from ansible_collections.gpunet.rdma.plugins.plugin_utils._ownership import OwnershipError, apply_plan, release_plan
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ownership import (
+    OwnershipError, apply_plan, gitops_keeper, object_name, release_plan)
 
 
 @filter_args('rdma_apply_plan',
@@ -45,6 +46,21 @@ def rdma_release_plan(status, chart_name, version, values, adopt=False, upgrade_
         raise AnsibleFilterError('rdma_release_plan: %s' % exc)
 
 
+@filter_args('rdma_gitops_kept',
+             live=a_list('live Kubernetes objects', a_dict('a live Kubernetes object', required=('kind', 'metadata'))))
+def rdma_gitops_kept(live):
+    """The objects of ``live`` that Argo CD or Flux keeps, with the tool, its application and the mark it left."""
+    kept = []
+    for obj in live:
+        keeper = gitops_keeper(obj)
+        if keeper:
+            kept.append(dict(keeper, object=object_name(obj), name=obj['metadata'].get('name'),
+                             reason='kept by %s (%s, %s): change it in Git' % (
+                                 keeper['tool'], keeper['application'], keeper['mark'])))
+    return kept
+
+
 class FilterModule(object):
     def filters(self):
-        return {'rdma_apply_plan': rdma_apply_plan, 'rdma_release_plan': rdma_release_plan}
+        return {'rdma_apply_plan': rdma_apply_plan, 'rdma_release_plan': rdma_release_plan,
+                'rdma_gitops_kept': rdma_gitops_kept}

@@ -366,6 +366,23 @@ def _resource_state(resource):
     return state
 
 
+def left_alone(record):
+    """What a cluster stage read and did not write because someone else owns it: the release or objects its ownership
+    plan refused (``record['ownership']``), and what it left to a GitOps tool (``record['left_alone']``)."""
+    ownership = record.get('ownership') if isinstance(record.get('ownership'), dict) else {}
+    rows = []
+    release = ownership.get('release') if isinstance(ownership.get('release'), dict) else {}
+    if release.get('action') == 'refuse':
+        rows.append({'object': 'helm release', 'action': 'not upgraded', 'reason': release.get('message')})
+    for entry in ownership.get('objects') or []:
+        if isinstance(entry, dict) and entry.get('action') == 'refuse':
+            rows.append({'object': entry.get('object'), 'action': 'not applied', 'reason': entry.get('reason')})
+    for entry in record.get('left_alone') or []:
+        if isinstance(entry, dict):
+            rows.append({'object': entry.get('object'), 'action': entry.get('action'), 'reason': entry.get('reason')})
+    return rows
+
+
 def cluster_state(record):
     """A cluster stage record (``network_operator_result``, ``spiderpool_result``) without what changes between runs."""
     if not record:
@@ -376,6 +393,7 @@ def cluster_state(record):
         'manifest_dir': record.get('manifest_dir'),
         'resources': [_resource_state(r) for r in record.get('resources') or []],
         'nodes': [dict((k, n.get(k)) for k in _CLUSTER_NODE_KEYS) for n in record.get('nodes') or []],
+        'left_alone': left_alone(record),
     }
 
 
@@ -828,6 +846,15 @@ def _cluster_section(report):
                 resource['resource'], resource['group'], resource.get('gpu'), len(resource['hosts'] or []),
                 ', '.join(resource['if_names'] or []), resource.get('network'), resource.get('subnet'))))
         lines += _node_rows(spiderpool['nodes'])
+    rows = [(name, row) for name, stage in (('Network Operator', cluster), ('Spiderpool', spiderpool)) if stage
+            for row in stage.get('left_alone') or []]
+    if rows:
+        lines += ['', '### Left alone', '',
+                  'Read, not written: another field manager, a release installed by hand or a GitOps tool owns these; '
+                  'the reason names what takes them over.', '',
+                  '| stage | object | what the run did not do | reason |', '| --- | --- | --- | --- |']
+        lines += ['| %s |' % ' | '.join(_cell(v) for v in (name, row['object'], row['action'], row['reason']))
+                  for name, row in rows]
     return lines
 
 

@@ -727,7 +727,8 @@ def policies_status(expected, found):
 # ------------------------------------------------------------------ the node label of the default nodeSelectors
 
 def node_label_patches(resources, nodes, label=GROUP_LABEL):
-    """``[{node, value}]``: the nodes whose ``label`` must change for the groups' default nodeSelectors.
+    """``[{node, value, was, patch}]``: the nodes whose ``label`` must change for the groups' default nodeSelectors,
+    each with ``patch``, the Node merge patch that sets (or, with null, removes) the label.
 
     Each host of a group whose NicNodePolicy selects ``{label: group}`` gets ``value`` = the group; a node that
     carries the label for one of these groups without being one of its hosts gets ``value`` null (label removed), so
@@ -752,6 +753,9 @@ def node_label_patches(resources, nodes, label=GROUP_LABEL):
                 patches.append({'node': name, 'value': wanted[name], 'was': current})
         elif current in labelled_groups:
             patches.append({'node': name, 'value': None, 'was': current})
+    for row in patches:
+        row['patch'] = {'apiVersion': 'v1', 'kind': 'Node',
+                        'metadata': {'name': row['node'], 'labels': {label: row['value']}}}
     return patches
 
 

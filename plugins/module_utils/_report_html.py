@@ -587,6 +587,15 @@ def _kubernetes(report):
                  ' data-resource="%s"' % _attr(r.get('resource')))
             for r in spiderpool.get('resources') or []])
         body += _nodes('spiderpool-nodes', spiderpool.get('nodes'))
+    left = [(name, row) for name, stage in (('Network Operator', cluster), ('Spiderpool', spiderpool)) if stage
+            for row in stage.get('left_alone') or [] if isinstance(row, dict)]
+    if left:
+        body += ['<h3>Left alone</h3>',
+                 _note('Read, not written: another field manager, a release installed by hand or a GitOps tool owns '
+                       'these; the reason names what takes them over.')]
+        body += _table('left-alone', ('stage', 'object', 'what the run did not do', 'reason'), [
+            _row((name, row.get('object'), row.get('action'), row.get('reason')),
+                 ' data-object="%s"' % _attr(row.get('object'))) for name, row in left])
     return _section('kubernetes', 'Kubernetes', body)
 
 

@@ -175,7 +175,8 @@ def test_playbook_variables_used_are_documented():
         with open(path) as handle:
             used.update(re.findall(r'\b(gpunet_rdma_\w+)', handle.read()))
     # Not variables a user sets: the stage ledger fact, the groups of the nodes in scope, of the nodes with disruptive
-    # steps and of the nodes that failed, and the artifacts the AWX workflow's nodes hand on to each other (docs/awx.md names them).
+    # steps and of the nodes that failed, where a stopped cluster stage stopped, and the artifacts the AWX workflow's
+    # nodes hand on to each other (docs/awx.md names them).
     workflow = set(v for v in used if v.startswith('gpunet_rdma_workflow_'))
     assert workflow == {'gpunet_rdma_workflow_controller_ledger', 'gpunet_rdma_workflow_coverage',
                         'gpunet_rdma_workflow_ledgers_'}
@@ -183,7 +184,7 @@ def test_playbook_variables_used_are_documented():
         awx_doc = handle.read()
     assert all(v in awx_doc for v in workflow)
     assert used - workflow - {'gpunet_rdma_ledger', 'gpunet_rdma_in_scope', 'gpunet_rdma_disrupt',
-                              'gpunet_rdma_failed_nodes'} \
+                              'gpunet_rdma_failed_nodes', 'gpunet_rdma_cluster_stopped'} \
         == set(playbook_variables())
 
 

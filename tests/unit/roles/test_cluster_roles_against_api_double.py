@@ -790,42 +790,6 @@ def test_driver_container_refused_over_a_host_ofed(operator_cluster, tmp_path):
     assert [c['host'] for c in result['host_ofed_conflicts']] == ['gpu-v100-02']
 
 
-def test_a_policy_another_manager_created_is_left_alone_until_forced(operator_cluster, tmp_path):
-    """Brownfield: the admin created the NicClusterPolicy by hand (kubectl's client-side apply) with their own
-    nodeAffinity. The default run reads its managedFields, names each conflict as kube-apiserver would, and writes
-    nothing at all; network_operator_force_conflicts takes exactly those fields over."""
-    api = operator_cluster
-    affinity = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [
-        {'matchExpressions': [{'key': 'team', 'operator': 'In', 'values': ['vision']}]}]}}}
-    api.add('mellanox.com/v1alpha1', 'nicclusterpolicies', {
-        'apiVersion': 'mellanox.com/v1alpha1', 'kind': 'NicClusterPolicy', 'metadata': {'name': 'nic-cluster-policy'},
-        'spec': {'nodeAffinity': affinity['nodeAffinity']}}, manager='kubectl-client-side-apply')
-    ours = {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [
-        {'matchExpressions': [{'key': 'gpunet.rdma/group', 'operator': 'Exists'}]}]}}
-    code, output, _result = play_network_operator(api, tmp_path, {'network_operator_node_affinity': ours})
-    assert code != 0
-    assert ('NicClusterPolicy nic-cluster-policy: fields owned by another field manager: conflict with '
-            '"kubectl-client-side-apply" using mellanox.com/v1alpha1: .spec.nodeAffinity') in output, output
-    assert 'Set network_operator_force_conflicts: true to take NicClusterPolicy nic-cluster-policy' in output
-    assert [m for m, _p, _d in api.requests if m not in ('GET',)] == []
-    ledger = play_network_operator.ledger
-    assert ledger['status'] == 'failed' and ledger['problems'][0].startswith('NicClusterPolicy nic-cluster-policy: ')
-    assert api.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')['spec']['nodeAffinity'] == \
-        affinity['nodeAffinity']
-    code, output, result = play_network_operator(api, tmp_path, {
-        'network_operator_force_conflicts': True, 'network_operator_node_affinity': ours})
-    assert code == 0, output
-    policy = api.get('mellanox.com/v1alpha1', 'nicclusterpolicies', 'nic-cluster-policy')
-    assert policy['spec']['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution']['nodeSelectorTerms'] == [
-        {'matchExpressions': [{'key': 'gpunet.rdma/group', 'operator': 'Exists'}]}]
-    owners = dict((entry['manager'], entry) for entry in policy['metadata']['managedFields'])
-    # a NodeSelector is atomic: one manager owns it whole
-    assert 'f:requiredDuringSchedulingIgnoredDuringExecution' in json.dumps(owners['gpunet.rdma']['fieldsV1'])
-    assert 'f:requiredDuringSchedulingIgnoredDuringExecution' not in json.dumps(
-        owners.get('kubectl-client-side-apply', {}).get('fieldsV1', {}))
-    assert [entry['action'] for entry in result['ownership']['objects']][:1] == ['force']
-
-
 def test_move_from_one_nicclusterpolicy_to_nicnodepolicies(operator_cluster, tmp_path):
     """An earlier run's NicClusterPolicy holds the device plugin: auto keeps it there; true moves it, the
     NicClusterPolicy giving up the section before the NicNodePolicies take it (the webhook refuses it in both)."""

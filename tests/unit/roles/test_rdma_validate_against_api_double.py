@@ -173,6 +173,12 @@ def test_nccl_jobs_run_and_are_judged(api, tmp_path):
     ledger = {'network_operator': {'detail': {'resources': [
         {'group': 'ib_v100', 'hosts': HOSTS['ib_v100'], 'resource': 'rdma/rdma_v100', 'if_names': ['ibp94s0f0']},
         {'group': 'ib_a100', 'hosts': HOSTS['ib_a100'], 'resource': 'rdma/rdma_a100', 'if_names': ['ibp94s0f0']}]}}}
+    # a training job of the cluster's users, in the same namespace: its launcher is neither read nor touched
+    api.add('v1', 'pods', {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {
+        'name': 'llm-pretrain-launcher-4fj2q', 'namespace': 'default', 'labels': {
+            'training.kubeflow.org/job-name': 'llm-pretrain', 'training.kubeflow.org/job-role': 'launcher'}},
+        'spec': {'containers': [{'name': 'launcher', 'image': 'mpioperator/mpi-pi'}]}, 'status': {'phase': 'Running'}})
+    api.set_log('default', 'llm-pretrain-launcher-4fj2q', 'NCCL INFO NET/Socket : Using [0]eth0\n')
     stage = play(api, tmp_path, ['ib_v100', 'ib_a100'], {'test_ledger': ledger, 'rdma_validate_run_nccl': True})
     posted = [(path, d['body']) for method, path, d in api.requests if method == 'POST' and 'mpijobs' in path]
     assert [p for p, _b in posted] == ['/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs'] * 2
@@ -187,11 +193,15 @@ def test_nccl_jobs_run_and_are_judged(api, tmp_path):
     assert (a100['ok'], a100['transport'], a100['socket_hosts']) == (False, 'Socket', ['sh-01', 'sh-03'])
     assert a100['problems'][0].startswith('NET/Socket on sh-01, sh-03: NCCL fell back to TCP sockets')
     assert stage['status'] == 'failed' and stage['problems'][0].startswith('NCCL: NET/Socket on sh-01, sh-03')
-    # the launcher found by the MPI Operator's labels, its log read, the jobs removed
+    # every group's job at once: the launchers found by the MPI Operator's labels in one list, each log read, the
+    # jobs removed
     listed = [path for method, path, _d in api.requests if method == 'GET' and 'labelSelector' in path]
-    assert sorted(listed) == [
-        '/api/v1/namespaces/default/pods?labelSelector=training.kubeflow.org/job-name%%3Dnccl-tests-%s%%2C'
-        'training.kubeflow.org/job-role%%3Dlauncher' % group for group in ('ib-a100', 'ib-v100')]
+    assert listed == ['/api/v1/namespaces/default/pods?labelSelector=training.kubeflow.org/job-name%20in%20%28'
+                      'nccl-tests-ib-v100%2Cnccl-tests-ib-a100%29%2Ctraining.kubeflow.org/job-role%3Dlauncher']
+    logs = sorted(path for method, path, _d in api.requests if method == 'GET' and path.endswith('/log'))
+    assert logs == ['/api/v1/namespaces/default/pods/nccl-tests-%s-launcher-x7k2p/log' % group
+                    for group in ('ib-a100', 'ib-v100')]
+    assert api.get('v1', 'pods', 'llm-pretrain-launcher-4fj2q', 'default')['status']['phase'] == 'Running'
     assert sorted(path for method, path, _d in api.requests if method == 'DELETE') == [
         '/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs/nccl-tests-ib-a100',
         '/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs/nccl-tests-ib-v100']

@@ -294,6 +294,8 @@ CASES = [
     case('rdma_apply_plan', {'kind': 'NicClusterPolicy'}, [None], arg='the input', says=['must be a list']),
     case('rdma_apply_plan', [{'kind': 'NicClusterPolicy'}], [None], arg='the input[0]', says=['needs metadata']),
     case('rdma_apply_plan', [POLICY], 'none', arg='live', says=['must be a list']),
+    case('rdma_gitops_kept', 'none', arg='the input', says=['must be a list']),
+    case('rdma_gitops_kept', [{'kind': 'NicNodePolicy'}], arg='the input[0]', says=['needs metadata']),
     case('rdma_apply_plan', [POLICY], [None], 'gpunet.rdma', 'yes', arg='force', says=['must be true or false']),
     case('rdma_apply_plan', [POLICY], [{'kind': 'NicClusterPolicy', 'metadata': {'managedFields': [
          {'manager': 'kubectl', 'fieldsV1': ['f:spec']}]}}], arg='metadata.managedFields[0]',

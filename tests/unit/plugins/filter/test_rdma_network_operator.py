@@ -412,11 +412,14 @@ def test_node_policy_labels():
         return {'metadata': {'name': name, 'labels': labels}}
     nodes = [node('gpu-v100-01'), node('gpu-v100-02', 'ib_v100'), node('gpu-v100-03', 'ib_v100'),
              node('gpu-a100-01', 'ib_v100'), node('other', 'ib_h100')]
+
+    def patch(name, value):
+        return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': {'gpunet.rdma/group': value}}}
     assert rdma_node_policy_labels(resources, nodes, 'gpunet.rdma/group') == [
         # a100-01 left ib_v100; its own group's policy selects by another selector: the label goes
-        {'node': 'gpu-a100-01', 'value': None, 'was': 'ib_v100'},
-        {'node': 'gpu-v100-01', 'value': 'ib_v100', 'was': None},
-        {'node': 'gpu-v100-03', 'value': None, 'was': 'ib_v100'}]
+        {'node': 'gpu-a100-01', 'value': None, 'was': 'ib_v100', 'patch': patch('gpu-a100-01', None)},
+        {'node': 'gpu-v100-01', 'value': 'ib_v100', 'was': None, 'patch': patch('gpu-v100-01', 'ib_v100')},
+        {'node': 'gpu-v100-03', 'value': None, 'was': 'ib_v100', 'patch': patch('gpu-v100-03', None)}]
     assert rdma_node_policy_labels(resources, nodes[1:2], 'gpunet.rdma/group') == []
 
 

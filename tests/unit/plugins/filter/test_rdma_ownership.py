@@ -16,7 +16,8 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_ownership import rdma_apply_plan, rdma_release_plan
+from ansible_collections.gpunet.rdma.plugins.filter.rdma_ownership import (
+    rdma_apply_plan, rdma_gitops_kept, rdma_release_plan)
 
 PUBLIC = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'public', 'managed_fields')
 
@@ -129,6 +130,11 @@ def test_an_object_kept_by_gitops_is_refused_with_the_change_for_git(labels, ann
     same = policy(tolerations=[{'key': 'a', 'operator': 'Exists'}], rdmaSharedDevicePlugin={'version': 'v1.5.1'})
     [entry] = rdma_apply_plan([same], [kept(labels, annotations, managers)], 'gpunet.rdma')
     assert entry['action'] == 'unchanged'
+    # the same marks name the objects the cluster stage must not delete
+    [found] = rdma_gitops_kept([kept(labels, annotations, managers), policy()])
+    assert (found['object'], found['name'], found['tool'], found['application']) == (
+        'NicClusterPolicy nic-cluster-policy', 'nic-cluster-policy', tool, application)
+    assert found['reason'].startswith('kept by %s (%s, ' % (tool, application))
 
 
 def test_the_instance_label_of_a_helm_chart_is_not_argo_cd():
@@ -138,6 +144,7 @@ def test_the_instance_label_of_a_helm_chart_is_not_argo_cd():
     [entry] = rdma_apply_plan([wanted], [live], 'gpunet.rdma')
     assert entry['gitops'] is None
     assert entry['conflicts'] == [{'manager': 'helm', 'operation': 'Update', 'field': '.spec'}]
+    assert rdma_gitops_kept([live]) == []
 
 
 def test_a_missing_object_is_created():
