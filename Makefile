@@ -50,7 +50,7 @@ FIXTURES := $(patsubst %,$(LAB_FIXTURES)/%.tar.gz,$(PROFILES))
 MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 
 .PHONY: help deps apt venv collection lint sanity unit changelog-lint molecule test lab lab-clean lab-image \
-	lab-fixtures build clean constraints matrix-constraints matrix-venvs bench helm awx-collection setup
+	lab-fixtures build clean constraints matrix-constraints matrix-venvs bench helm awx-collection setup mutants
 
 help:
 	@echo "make test       lint + sanity + unit + molecule (what CI runs)"
@@ -61,6 +61,7 @@ help:
 	@echo "make lab        start the simulated cluster and run playbooks/site.yml against it"
 	@echo "make lab-clean  remove the lab containers"
 	@echo "make bench      discovery cost against the ping floor, lab no-op re-run and reboots (not in make test)"
+	@echo "make mutants    apply each mutant of tests/mutants/mutants.yml alone; fail if one survives (not in make test)"
 	@echo "make build      ansible-galaxy collection build"
 
 # ------------------------------------------------------------------ set-up
@@ -226,6 +227,12 @@ lab: deps lab-image lab-fixtures
 
 lab-clean:
 	lab/lab.sh clean
+
+# Not part of make test: each small bug of tests/mutants/mutants.yml applied alone to a copy of the checkout, its
+# tests run there; fails unless every mutant is caught (tests/mutants/README.md). MUTANTS=id1,id2 runs a subset.
+export MUTANTS
+mutants: venv collection
+	$(VENV)/bin/python tests/mutants/run.py
 
 # Not part of make test: minutes of wall time, results in bench/results/ (BENCH_ARGS=--skip-lab: no podman).
 bench: deps lab-image lab-fixtures

@@ -8,7 +8,9 @@ set -euo pipefail
 image="${LAB_BASE_IMAGE:-localhost/gpunet-lab-base:bookworm}"
 mirror="${LAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # openssh-server: the lab reaches its nodes over SSH, as Ansible reaches a real cluster.
-packages="python3,python3-apt,systemd,systemd-sysv,iproute2,kmod,procps,openssh-server"
+# containerd, runc, busybox-static: the container runtime of most lab and molecule nodes, installed once here instead
+# of by apt in every node of every scenario (lab/prepare.yml purges them where a node must have no containerd).
+packages="python3,python3-apt,systemd,systemd-sysv,iproute2,kmod,procps,openssh-server,containerd,runc,busybox-static"
 
 if podman image exists "$image"; then
   built="$(podman image inspect -f '{{ index .Labels "gpunet.lab.packages" }}' "$image" 2>/dev/null || true)"

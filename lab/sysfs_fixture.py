@@ -18,10 +18,14 @@ kernel would show for them:
     bus/pci/devices/<function>  -> ../../../devices/<pci path>
     devices/<pci path>/{sriov_totalvfs,sriov_numvfs,virtfn<N> -> ../<vf function>}   (SR-IOV PF)
     devices/<pci path>/physfn   -> ../<pf function>                                      (SR-IOV VF)
+    devices/<pci path>/{current,max}_link_{speed,width}                                 (PCIe link)
 
 A device's ``firmware`` section becomes ``firmware/<pci>.json``, the state of
 the firmware test doubles in ``lab/doubles`` (mlxconfig, mlxfwreset, mst and a
-reboot), which the archive carries in ``bin/``.
+reboot), which the archive carries in ``bin/``. What a port reports through verbs
+(``ibv_query_port``) but not in sysfs - an InfiniBand port's ``active_mtu`` -
+goes to ``verbs/ports.json`` for the perftest double, and only when a profile
+sets it.
 
 Usage: python lab/sysfs_fixture.py PROFILE.yml OUT.tar.gz
 (the archive holds ``sys/``, ``firmware/``, ``bin/`` and ``boot_id``; the lab
@@ -49,6 +53,19 @@ DOUBLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'doubles')
 # Named values of enum firmware parameters a hardware profile may give by name (ConnectX-3 had VPI(3); the
 # doubles print the names current tools know, from their parameter table).
 FIRMWARE_ENUMS = {'LINK_TYPE': {'IB': 1, 'ETH': 2, 'VPI': 3}}
+# The PCIe link attributes of a PCI Express function (drivers/pci/pci-sysfs.c, pcie_dev_attrs): the speeds as
+# pci_speed_string() names them (the kernel's pci_bus_speed_strings; kernels before 5.7 printed "8 GT/s" and
+# "Unknown speed"), the widths as a number of lanes ("%u"). A profile gives them per node (``pcie_link_speed`` and
+# ``pcie_link_width`` at the top: what the node's slots train at) and per device (``pcie_link_speed``,
+# ``pcie_link_width``, ``pcie_max_link_speed``, ``pcie_max_link_width``); without either, a function is x16 at
+# PCIE_DEFAULT_SPEED.
+PCIE_SPEEDS = ('2.5 GT/s PCIe', '5.0 GT/s PCIe', '8.0 GT/s PCIe', '16.0 GT/s PCIe', '32.0 GT/s PCIe', '64.0 GT/s PCIe',
+               '2.5 GT/s', '5 GT/s', '8 GT/s', '16 GT/s', '32 GT/s', 'Unknown', 'Unknown speed')
+PCIE_WIDTHS = (0, 1, 2, 4, 8, 12, 16, 32)
+PCIE_DEFAULT_SPEED = '16.0 GT/s PCIe'
+PCIE_DEFAULT_WIDTH = 16
+# The MTUs a port can be active at (enum ibv_mtu).
+IB_MTUS = (256, 512, 1024, 2048, 4096)
 # A fixed timestamp keeps archives byte-identical between builds, so unpacking
 # them again on a lab node changes nothing.
 FIXED_MTIME = 1700000000
@@ -160,13 +177,16 @@ def _gid_table(port_dir, port, device, netdevs):
             _write(os.path.join(port_dir, 'gid_attrs', 'ndevs', str(index)), ndev)
 
 
-def _device(root, device, netdevs):
+def _device(root, device, netdevs, link_attributes=None):
     function_name = device['pci_address']
     function_rel = os.path.join(device['pci_parent'], function_name)
     function_dir = os.path.join(root, 'devices', function_rel)
     _write(os.path.join(function_dir, 'vendor'), '0x15b3')
     _write(os.path.join(function_dir, 'device'), device.get('pci_device_id', '0x1017'))
     _write(os.path.join(function_dir, 'class'), device.get('pci_class', '0x020700'))
+    for name, value in zip(('current_link_speed', 'current_link_width', 'max_link_speed', 'max_link_width'),
+                           link_attributes or ()):
+        _write(os.path.join(function_dir, name), value)
     if device.get('physfn'):
         # An SR-IOV virtual function: the kernel links its PCI function to its PF's ("physfn", a sibling on the
         # same bus) and the PF's to it ("virtfnN", written by _link_virtual_functions).
@@ -206,12 +226,65 @@ def build(profile, root):
     netdevs = dict((netdev['name'], netdev) for netdev in profile.get('virtual_netdevs', []))
     for device in profile.get('devices', []):
         netdevs.update((netdev['name'], netdev) for netdev in device.get('netdevs', []))
+    by_pci = dict((device['pci_address'], device) for device in profile.get('devices', []))
     for device in profile.get('devices', []):
-        _device(root, device, netdevs)
+        _device(root, device, netdevs, pcie_link(profile, device, by_pci))
     _link_virtual_functions(root, profile.get('devices', []))
     _link_stacked_netdevs(root, profile.get('virtual_netdevs', []))
     _loaded_modules(root, profile.get('loaded_modules') or {})
     return root
+
+
+def pcie_link(profile, device, by_pci=None):
+    """``(current_link_speed, current_link_width, max_link_speed, max_link_width)`` of a device's PCI function.
+
+    The current link is the device's ``pcie_link_speed`` / ``pcie_link_width``, else the node's ``pcie_link_speed``
+    (the generation its slots train at) and x16; the maximum (the function's Link Capabilities) defaults to the
+    current link. An SR-IOV VF has no link of its own: its Link Status register is reserved and reads 0, so the
+    kernel shows "Unknown" and 0 (lspci: "LnkSta: Speed unknown, Width x0"), while its Link Capabilities are its
+    PF's. Its traffic crosses its PF's link.
+    """
+    parent = (by_pci or {}).get(device.get('physfn')) if device.get('physfn') else None
+    if parent is not None:
+        _speed, _width, max_speed, max_width = pcie_link(profile, parent)
+        return ('Unknown', 0, device.get('pcie_max_link_speed', max_speed),
+                device.get('pcie_max_link_width', max_width))
+    speed = device.get('pcie_link_speed', profile.get('pcie_link_speed', PCIE_DEFAULT_SPEED))
+    width = device.get('pcie_link_width', profile.get('pcie_link_width', PCIE_DEFAULT_WIDTH))
+    link = (speed, width, device.get('pcie_max_link_speed', speed), device.get('pcie_max_link_width', width))
+    for value in link[0::2]:
+        if value not in PCIE_SPEEDS:
+            raise ValueError('%s: PCIe link speed %r is not one the kernel prints (%s)'
+                             % (device['name'], value, ', '.join(PCIE_SPEEDS[:6])))
+    for value in link[1::2]:
+        if value not in PCIE_WIDTHS:
+            raise ValueError('%s: PCIe link width %r is not a number of lanes (%s)'
+                             % (device['name'], value, ', '.join(str(w) for w in PCIE_WIDTHS)))
+    if link[1] > link[3]:
+        raise ValueError('%s: PCIe link width x%d above its maximum x%d' % (device['name'], link[1], link[3]))
+    return link
+
+
+def verbs_ports(profile):
+    """``{"DEV/PORT": {"active_mtu": N}}``: what ibv_query_port reports of InfiniBand ports that sysfs does not show.
+
+    Only a port with ``active_mtu`` in the profile is listed (the perftest double takes 4096, the ConnectX maximum,
+    for the others); a RoCE port's active MTU follows its netdev's mtu, so it cannot be set here.
+    """
+    ports = {}
+    for device in profile.get('devices', []):
+        for port in device['ports']:
+            if 'active_mtu' not in port:
+                continue
+            if port['link_layer'] != 'InfiniBand':
+                raise ValueError('%s port %s: active_mtu is for InfiniBand ports; a RoCE port\'s follows its netdev\'s '
+                                 'mtu' % (device['name'], port['number']))
+            if port['active_mtu'] not in IB_MTUS:
+                raise ValueError('%s port %s: active_mtu %r is not one of %s'
+                                 % (device['name'], port['number'], port['active_mtu'],
+                                    ', '.join(str(m) for m in IB_MTUS)))
+            ports['%s/%s' % (device['name'], port['number'])] = {'active_mtu': port['active_mtu']}
+    return ports
 
 
 def _loaded_modules(root, modules):
@@ -332,7 +405,8 @@ def _firmware_param(name, spec):
 
 
 def build_firmware(profile, root):
-    """Write firmware/<pci>.json for every device with a firmware section, the doubles and a boot id."""
+    """Write firmware/<pci>.json for every device with a firmware section, verbs/ports.json when a port sets what
+    only verbs report, the doubles and a boot id."""
     # The parameters of a card of each generation as a real one printed them, from the doubles' own module
     # (lab/doubles/_firmware_state.py, which the lab copies to bin/ with the doubles).
     import importlib.util  # pylint: disable=import-outside-toplevel
@@ -364,6 +438,11 @@ def build_firmware(profile, root):
             json.dump(state, handle, indent=1, sort_keys=True)
     with open(os.path.join(firmware_dir, 'calls.log'), 'w'):
         pass
+    ports = verbs_ports(profile)
+    if ports:
+        os.makedirs(os.path.join(root, 'verbs'), exist_ok=True)
+        with open(os.path.join(root, 'verbs', 'ports.json'), 'w') as handle:
+            json.dump(ports, handle, indent=1, sort_keys=True)
     bin_dir = os.path.join(root, 'bin')
     os.makedirs(bin_dir, exist_ok=True)
     for name in sorted(os.listdir(DOUBLES)):

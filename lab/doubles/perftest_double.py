@@ -26,14 +26,48 @@ What it checks, as perftest does (messages as perftest prints them):
   the queue pair cannot reach RTR ("Failed to modify QP N to RTR"); without -x the best entry is chosen as current
   perftest does (RoCE v2 before v1, IPv4-mapped first), and none usable fails like a bad -x. On InfiniBand no GID
   is used without -x; with -x the entry must exist as on RoCE;
-* the memlock limit (RLIMIT_MEMLOCK) against the buffers it registers: "Couldn't allocate MR".
+* the memlock limit: the double's own soft RLIMIT_MEMLOCK (set it for the process as ``ulimit -l``, ``prlimit``
+  or ``resource.setrlimit`` would) against the pages the buffer it registers pins. perftest registers one buffer
+  of 2 x max(message size, page size) per queue pair, the size aligned up to the 64-byte cache line
+  (perftest_resources.c alloc_ctx: ``INC(BUFF_SIZE(size, cycle_buffer), cache_line_size) * 2 *
+  num_of_qps_factor``; ``-a`` sizes it for 8 MiB messages); the kernel pins whole pages and refuses more than the
+  limit with ENOMEM (ib_umem_get), so perftest prints "Couldn't allocate MR with error=12", "failed to create
+  mr", "Failed to create MR" and " Couldn't create IB resources" and exits 1; the peer sees the exchange break.
+  64 KiB (the kernel's default) is too little for the default 64 KiB messages (128 KiB). The queues' own
+  pinned pages (CQ and QP rings, some KiB) are not counted, and unlike the kernel the double applies the limit to
+  a process holding CAP_IPC_LOCK (root) too, so that tests running as root can set one. A process that is not
+  root with a limit of 32 KiB or less also gets libibverbs' warning ("libibverbs: Warning: RLIMIT_MEMLOCK is N
+  bytes. This will severely limit memory registrations.", rdma-core libibverbs/init.c check_memlock_limit);
+* the GIDs of the pair: an IPv4-mapped GID against one that is not ends both sides after the test header with
+  "Found Incompatibility issue with GID types." (ctx_check_gid_compatibility); a RoCE v1 GID against a RoCE v2
+  one connects, but no packet of one side is taken by the other, so the client's work completes with "transport
+  retry counter exceeded" (" Completion with error at client ... Failed status 12", ib_write_lat adds "Test
+  exited with Error", ib_read_lat and ib_send_lat exit 17) and the server sees the exchange break (a real
+  latency server would wait for ever).
 
-Figures. Bandwidth is the share of the port's line rate (``ports/N/rate``) that the InfiniBand field report
-recorded with 64 KiB messages: 94.71 Gb/s (peak 94.72) of 100 Gb/s and 183.61 (peak 183.66) of 200 Gb/s; a port
-of another rate gets the share of the nearer of the two (below 150 Gb/s the 100 Gb/s one), scaled to its rate -
-no such port was recorded. Small messages are bound by the message rate, 3 million messages per second per QP
-(as the public corpus' ConnectX-7 ``ib_send_bw -a`` run shows); ``-b`` reports both directions summed, as perftest
-does. Without ``--report_gbits`` the table is ``BW average[MiB/sec]`` (2**20 bytes per second, perftest 24.07 and
+Figures. Bandwidth is what limits the pair, the slower side of the two for each limit:
+
+* the line: the share of the port's line rate (``ports/N/rate``) that the InfiniBand field report recorded with
+  64 KiB messages: 94.71 Gb/s (peak 94.72) of 100 Gb/s and 183.61 (peak 183.66) of 200 Gb/s; a port of another
+  rate gets the share of the nearer of the two (below 150 Gb/s the 100 Gb/s one), scaled to its rate - no such
+  port was recorded;
+* the MTU in use (the smaller of the two sides' active MTUs, or -m when it is smaller; an InfiniBand port's
+  active MTU is 4096 unless ``<lab root>/verbs/ports.json`` says otherwise, a RoCE port's follows its netdev's
+  mtu): each packet carries its headers, so a message of S bytes takes S + ceil(S / MTU) x H bytes on the wire
+  (H: InfiniBand 26, RoCE v2 82, see PACKET_HEADER); the recorded share stands for the MTU the lab's ports run
+  at (InfiniBand 4096, RoCE 1024 on a 1500-byte netdev), a smaller MTU scales it by the ratio of the wire bytes,
+  a larger one gains nothing;
+* PCIe: the PCI function's link as sysfs shows it (``current_link_speed`` "8.0 GT/s PCIe" or, before kernel
+  5.7, "8 GT/s"; ``current_link_width`` "8"; an SR-IOV VF, which shows "Unknown" and 0, uses its PF's), usable
+  at lanes x GT/s x line encoding x PCIE_EFFICIENCY (a measured Gen3 x8 figure, see there): Gen3 x8 52.5 Gb/s,
+  Gen3 x16 105.0, Gen4 x16 210.0, Gen5 x16 420.0. The lab's profiles give every function the link its card
+  trains at (x16 at the generation of the node; the a100 profile's PCIe 3.0 x8 ConnectX-4 Lx, x8), which limits
+  none of their ports; a profile makes one slow with ``pcie_link_width: 8`` (lab/sysfs_fixture.py);
+* the message rate: small messages are bound by 3 million messages per second per QP (as the public corpus'
+  ConnectX-7 ``ib_send_bw -a`` run shows).
+
+``-b`` reports both directions summed, as perftest does (a PCIe link carries each direction at its full rate).
+Without ``--report_gbits`` the table is ``BW average[MiB/sec]`` (2**20 bytes per second, perftest 24.07 and
 later); a write or read server prints its own header over the numbers the client sends it, so a server and a
 client that disagree on ``--report_gbits`` print perftest's mismatched table.
 
@@ -54,7 +88,8 @@ what that port does::
 ``memlock`` ("Couldn't allocate MR" on that side, the exchange failure on the other), ``completion_error`` (the
 client: "Completion with error ... Failed status 12") and ``port_down`` (as if the port were DOWN). A fault of
 either side's port applies to the pair. An unreadable faults file or an unknown fault ends the call with a message
-naming the file.
+naming the file. Slow ports and memlock failures need no fault: a narrow PCIe link, a small MTU or a low memlock
+limit make them as on real hardware.
 """
 
 from __future__ import annotations
@@ -72,6 +107,8 @@ from _firmware_state import LAB_ROOT, log_call  # noqa: E402  pylint: disable=wr
 
 SYSFS = os.path.join(LAB_ROOT, 'sys', 'class', 'infiniband')
 FAULTS = os.path.join(LAB_ROOT, 'perftest')
+# What ibv_query_port reports and sysfs does not (an InfiniBand port's active_mtu), written by lab/sysfs_fixture.py.
+VERBS_PORTS = os.path.join(LAB_ROOT, 'verbs', 'ports.json')
 LINE = '-' * 87
 # tool -> (title verb, kind, verb)
 TOOLS = {'ib_write_bw': ('RDMA_Write', 'bw', 'write'), 'ib_read_bw': ('RDMA_Read', 'bw', 'read'),
@@ -82,6 +119,29 @@ RECORDED = {100: (94.72, 94.71), 200: (183.66, 183.61)}
 MSG_RATE_PER_QP = 3.0e6
 MIB = 2 ** 20
 MAX_SIZE = 8388608
+# PCIe. A link moves lanes x transfer rate x line encoding (8b/10b at 2.5 and 5 GT/s, 128b/130b from 8 GT/s,
+# 242b/256b flits at 64 GT/s) of raw bits; TLP headers, sequence numbers and LCRCs, ACK and flow-control DLLPs and
+# the skip ordered sets take a share of it. That share is taken from a measurement: an FDR port (54.5 Gb/s of data)
+# of a ConnectX-3 in a PCIe 3.0 x8 slot moves "52~53Gbps" (Mellanox community answer on PCI generations and lane
+# widths, https://mellanox38.rssing.com/chan-11689824/article788.html), 52.5 of the 63.0 Gb/s an x8 Gen3 link
+# carries after encoding: 0.833. pcie-bench's model of 256-byte DMA writes gives the same, 52.9 Gb/s at Gen3 x8
+# (github.com/pcie-bench/pcie-model, model/pcie.py: TLP_bw less 24 bytes a TLP), and the field report's V100 nodes
+# agree: their 100 Gb/s ports reach 94.71 Gb/s through Gen3 x16 (105.0 Gb/s by this figure, so not the limit).
+# NVIDIA support says as much of a ConnectX-5 100GbE card in an x8 slot: the port still links at 100GbE and the
+# PCIe throughput is the bottleneck (forums.developer.nvidia.com, "PCIe 3.0 x16 card in x16 physical / x8 electrical
+# slot?").
+PCIE_EFFICIENCY = 52.5 / (8 * 8.0 * 128 / 130)
+# MTU. The bytes every packet carries besides its payload: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2; RoCE v2 on
+# Ethernet preamble and start delimiter 8 + MAC header 14 + FCS 4 + inter-frame gap 12, IPv4 20 + UDP 8 + BTH 12 +
+# ICRC 4 (the RETH of a write's first packet is left out). A public ConnectX-4 Lx 25GbE ib_send_bw run at MTU 1024
+# reaches 23.15 of 25 Gb/s, 1024 / (1024 + 82) of it (tests/unit/fixtures/public/perftest).
+PACKET_HEADER = {'IB': 26, 'Ethernet': 82}
+# The MTU the recorded shares stand for: the field report's InfiniBand ports ran at 4096, and the lab's RoCE ports
+# have 1500-byte netdevs, on which perftest runs at 1024. (At 1024 a RoCE v2 port cannot pass 1024 / 1106 = 92.6 % of
+# its line rate; the lab's RoCE ports keep the recorded 94.71 % all the same, as the lab's expectations rest on it.)
+REFERENCE_MTU = {'IB': 4096, 'Ethernet': 1024}
+IB_MTUS = (256, 512, 1024, 2048, 4096)
+CACHE_LINE = 64
 # Latency rows of the public corpus (usec): t_min, t_max, t_typical, t_avg, t_stdev, 99 %, 99.9 %.
 LAT_ROCE = {'read': {2: (1.44, 2.93, 1.48, 1.49, 0.02, 1.56, 2.93)},
             'write': {2: (0.76, 0.95, 0.78, 0.78, 0.01, 0.83, 0.95)},
@@ -130,11 +190,11 @@ MODELLED = set('dipsanDqbFNmtQx') | {'report_gbits'}
 
 
 class Failed(Exception):
-    """End the call: ``out`` to stdout, ``err`` to stderr, exit status 1."""
+    """End the call: ``out`` to stdout, ``err`` to stderr, exit status ``status`` (perftest's FAILURE, 1)."""
 
-    def __init__(self, err='', out=''):
+    def __init__(self, err='', out='', status=1):
         super().__init__(err)
-        self.err, self.out = err, out
+        self.err, self.out, self.status = err, out, status
 
 
 def read(path):
@@ -360,7 +420,36 @@ def port_of(opts):
     rate = float(read(os.path.join(port_dir, 'rate')).split()[0])
     lid = int(read(os.path.join(port_dir, 'lid')), 16) if os.path.exists(os.path.join(port_dir, 'lid')) else 0
     return {'device': device, 'dir': port_dir, 'link': link, 'rate': rate, 'lid': lid if link == 'IB' else 0,
-            'key': '%s/%d' % (device, opts['ib_port'])}
+            'key': '%s/%d' % (device, opts['ib_port']), 'pcie': pcie_gbps(pcie_link(device))}
+
+
+def pcie_link(device):
+    """``(GT/s, lanes)`` of the PCIe link the device's traffic crosses, or None when sysfs shows none.
+
+    The function is the device's ``device`` link; an SR-IOV VF (``physfn``) has no link of its own - sysfs shows
+    "Unknown" and 0 - and its traffic crosses its PF's.
+    """
+    function = os.path.realpath(os.path.join(SYSFS, device, 'device'))
+    if os.path.lexists(os.path.join(function, 'physfn')):
+        function = os.path.realpath(os.path.join(function, 'physfn'))
+    speed_path, width_path = (os.path.join(function, name) for name in ('current_link_speed', 'current_link_width'))
+    if not (os.path.isfile(speed_path) and os.path.isfile(width_path)):
+        return None
+    try:
+        # "8.0 GT/s PCIe" (kernel 5.7 and later) or "8 GT/s"; "Unknown" (or "Unknown speed") when there is no link
+        gts, lanes = float(read(speed_path).split()[0]), int(read(width_path))
+    except (IndexError, ValueError):
+        return None
+    return (gts, lanes) if gts > 0 and lanes > 0 else None
+
+
+def pcie_gbps(link):
+    """What a PCIe link ``(GT/s, lanes)`` carries of DMA data, Gb/s; None for no link."""
+    if link is None:
+        return None
+    gts, lanes = link
+    encoding = 8 / 10 if gts < 8 else 128 / 130 if gts < 64 else 242 / 256
+    return lanes * gts * encoding * PCIE_EFFICIENCY
 
 
 def gid_entry(port, index):
@@ -403,9 +492,26 @@ def set_up_failure(tool):
         ' Unable to set up socket connection\n'
 
 
+def verbs_port(key):
+    """What ``<lab root>/verbs/ports.json`` says of port ``DEV/PORT`` ({} when nothing); a broken file is named."""
+    if not os.path.exists(VERBS_PORTS):
+        return {}
+    try:
+        with open(VERBS_PORTS) as handle:
+            ports = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise Failed('lab perftest double: %s cannot be read: %s\n' % (VERBS_PORTS, exc)) from None
+    attributes = ports.get(key, {}) if isinstance(ports, dict) else None
+    if not isinstance(attributes, dict) or attributes.get('active_mtu', 4096) not in IB_MTUS:
+        raise Failed('lab perftest double: %s must map "DEVICE/PORT" to {"active_mtu": one of %s}\n'
+                     % (VERBS_PORTS, ', '.join(str(m) for m in IB_MTUS)))
+    return attributes
+
+
 def active_mtu(port):
+    """The port's active MTU as ibv_query_port reports it."""
     if port['link'] == 'IB':
-        return 4096
+        return verbs_port(port['key']).get('active_mtu', 4096)
     ndevs = os.path.join(port['dir'], 'gid_attrs', 'ndevs')
     netdevs = sorted(os.listdir(ndevs)) if os.path.isdir(ndevs) else []
     mtu = 1500
@@ -418,9 +524,40 @@ def active_mtu(port):
     return max(m for m in (256, 512, 1024, 2048, 4096) if m <= max(mtu - 100, 256))
 
 
+def own_mtu(opts, port):
+    """The MTU this side runs at before the pair settles on the smaller of both: -m when the port allows it."""
+    mtu = active_mtu(port)
+    if opts['mtu'] in IB_MTUS and opts['mtu'] <= mtu:
+        mtu = opts['mtu']
+    return mtu
+
+
 def memlock_needed(opts):
-    # perftest registers a send and a receive buffer of max(message size, page size) per queue pair.
-    return 2 * max(opts['size'], 4096) * opts['qps']
+    """Bytes of memory the registration pins: whole pages of perftest's buffer (see the module's docstring)."""
+    page = resource.getpagesize()
+    half = -(-max(opts['size'], page) // CACHE_LINE) * CACHE_LINE
+    return -(-2 * half * opts['qps'] // page) * page
+
+
+def memlock_refused(opts):
+    """Whether the kernel refuses the registration: more pages than the soft RLIMIT_MEMLOCK allows."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    page = resource.getpagesize()
+    return soft != resource.RLIM_INFINITY and memlock_needed(opts) // page > soft // page
+
+
+def memlock_warning():
+    """libibverbs' warning at initialisation for a process that is not root with 32 KiB or less, or ''."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if os.geteuid() == 0 or soft == resource.RLIM_INFINITY or soft > 32768:
+        return ''
+    return ('libibverbs: Warning: RLIMIT_MEMLOCK is %d bytes.\n    This will severely limit memory registrations.\n'
+            % soft)
+
+
+def ipv4_mapped(gid):
+    """perftest's ipv6_addr_v4mapped of a GID (16 bytes, or None for the zeros of no GID)."""
+    return gid is not None and list(gid[:12]) == [0] * 10 + [255, 255]
 
 
 class Link(object):
@@ -489,15 +626,54 @@ def sizes(opts):
     return [2 ** n for n in range(1, 24)] if opts['all'] else [opts['size']]
 
 
-def bw_figures(opts, port, fault):
-    """``[(size, iterations, peak, average, msg rate)]`` of this side in its unit (one direction)."""
+def own_limits(port, fault, mtu=None):
+    """What this side brings to the pair: line share (``peak``, ``average``, Gb/s), ``pcie`` Gb/s (None: no link
+    known), ``mtu`` (None: the reference one) and ``link``."""
     rate = port['rate']
     base = 100 if rate < 150 else 200
     peak_line, average_line = (value_ * rate / base for value_ in RECORDED[base])
     if 'share' in fault:
         average_line, peak_line = float(fault['share']) * rate, float(fault['share']) * rate * peak_line / average_line
+    return {'peak': peak_line, 'average': average_line, 'pcie': port.get('pcie'), 'mtu': mtu,
+            'link': port.get('link', 'IB')}
+
+
+def pair_limits(mine, peer):
+    """The limits of the pair: the slower line, the narrower PCIe link, the smaller MTU."""
+    if not peer:
+        return mine
+    line = peer if peer['average'] < mine['average'] else mine
+    pcie = [value_ for value_ in (mine['pcie'], peer.get('pcie')) if value_ is not None]
+    mtus = [value_ for value_ in (mine['mtu'], peer.get('mtu')) if value_]
+    return {'peak': line['peak'], 'average': line['average'], 'pcie': min(pcie) if pcie else None,
+            'mtu': min(mtus) if mtus else None, 'link': mine['link']}
+
+
+def mtu_factor(size, mtu, link):
+    """The share of the recorded bandwidth a message of ``size`` bytes keeps at ``mtu`` (1.0 at the reference MTU
+    or above): the wire bytes at the reference MTU over those at ``mtu``."""
+    if not mtu:
+        return 1.0
+    header, reference = PACKET_HEADER.get(link, PACKET_HEADER['IB']), REFERENCE_MTU.get(link, REFERENCE_MTU['IB'])
+
+    def wire(at):
+        return size + -(-size // at) * header
+
+    return min(1.0, wire(reference) / wire(mtu))
+
+
+def bw_figures(opts, port, fault, peer=None, mtu=None):
+    """``[(size, iterations, peak, average, msg rate)]`` of this side in its unit (one direction).
+
+    ``peer`` is what the other side sent of its limits (own_limits), ``mtu`` the MTU this side runs at.
+    """
+    limits = pair_limits(own_limits(port, fault, mtu), peer)
     rows = []
     for size in sizes(opts):
+        factor = mtu_factor(size, limits['mtu'], limits['link'])
+        average_line, peak_line = limits['average'] * factor, limits['peak'] * factor
+        if limits['pcie'] is not None and limits['pcie'] < average_line:
+            average_line, peak_line = limits['pcie'], limits['pcie'] * limits['peak'] / limits['average']
         cap = opts['qps'] * MSG_RATE_PER_QP * size * 8 / 1e9
         average, peak = min(average_line, cap), min(peak_line, cap * 1.001)
         msg_rate = average * 1e9 / (size * 8) / 1e6
@@ -538,7 +714,7 @@ def lat_figures(tool, opts, port, fault):
     return rows
 
 
-def info_block(tool, opts, port, gid_index):
+def info_block(tool, opts, port, gid_index, mtu=None):
     title, kind, verb = TOOLS[tool]
     server = opts['server'] is None
     words = [title] + (['Bidirectional'] if opts['bidir'] else []) + ['BW' if kind == 'bw' else 'Latency', 'Test']
@@ -555,10 +731,7 @@ def info_block(tool, opts, port, gid_index):
     if kind == 'bw':
         cq_mod = opts['cq_mod'] or (1 if opts['size'] > 8192 and not opts['all'] else 100)
         lines.extend([' CQ Moderation   : %d' % cq_mod, ' CQE Poll Batch  : Dynamic'])
-    mtu = active_mtu(port)
-    if opts['mtu'] in (256, 512, 1024, 2048, 4096) and opts['mtu'] <= mtu:
-        mtu = opts['mtu']
-    lines.extend([' Mtu             : %d[B]' % mtu, ' Link type       : %s' % port['link']])
+    lines.extend([' Mtu             : %d[B]' % (mtu or own_mtu(opts, port)), ' Link type       : %s' % port['link']])
     if gid_index is not None and gid_index >= 0:
         lines.append(' GID index       : %d' % gid_index)
     if verb == 'read':
@@ -596,23 +769,29 @@ def run(tool, opts):
     if kind == 'bw' and (opts['duration'] or opts['no_peak'] or opts['iters'] > 20000 or
                          (server and verb == 'send' and not opts['bidir'])):
         out.write(' WARNING: BW peak won\'t be measured in this run.\n')
+        out.flush()
+    # libibverbs checks the limit when perftest first lists the devices.
+    sys.stderr.write(memlock_warning())
+    sys.stderr.flush()
     port = port_of(opts)
     fault = faults.get(port['key'], {})
     if fault.get('fail') == 'port_down':
         raise Failed(' Port number %d state is Down\n Couldn\'t set the link layer\n Couldn\'t get context for the '
                      'device\n' % opts['ib_port'])
+    mtu = own_mtu(opts, port)
     link = connect(opts)
     mine = {'tool': tool, 'size': opts['size'], 'all': opts['all'], 'qps': opts['qps'], 'bidir': opts['bidir'],
             'gbits': opts['gbits'], 'duration': opts['duration'], 'fault': fault.get('fail'),
-            'share': fault.get('share')}
+            'share': fault.get('share'), 'mtu': mtu, 'limits': own_limits(port, fault, mtu)}
     link.send(mine)
     peer = link.receive()
     if peer is None or peer['tool'] != tool or peer['size'] != opts['size'] or peer['all'] != opts['all']:
         raise Failed(exchange_failure(opts))
+    # check_mtu: both sides run at the smaller of their MTUs.
+    mtu = min(mtu, peer.get('mtu') or mtu)
     # What fails on one side ends the pair: that side says why, the other sees the exchange break.
-    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     own_failure = None
-    if fault.get('fail') == 'memlock' or (soft != resource.RLIM_INFINITY and soft < memlock_needed(opts)):
+    if fault.get('fail') == 'memlock' or memlock_refused(opts):
         own_failure = 'Couldn\'t allocate MR with error=12\nfailed to create mr\nFailed to create MR\n Couldn\'t ' \
                       'create IB resources\n'
     gid_index, gid, gid_usable = choose_gid(opts, port)
@@ -620,9 +799,10 @@ def run(tool, opts):
         own_failure = set_up_failure(tool)
     if own_failure is None and 'no_exchange' in (fault.get('fail'), peer.get('fault')):
         own_failure = exchange_failure(opts)
+    gid_type = gid_entry(port, gid_index)[3] if gid_index is not None and gid_index >= 0 else None
     address = {'lid': port['lid'], 'qpn': random.randint(0x40, 0xffff), 'psn': random.randint(0, 0xffffff),
                'rkey': random.randint(0x1000, 0x1fffff), 'vaddr': random.randint(0x7f0000000000, 0x7fffffffffff),
-               'gid': gid, 'usable': gid_usable}
+               'gid': gid, 'usable': gid_usable, 'gid_type': gid_type}
     link.send({'status': 'fail' if own_failure else 'ok', 'address': address})
     status = link.receive()
     if own_failure:
@@ -630,7 +810,13 @@ def run(tool, opts):
     if status is None or status['status'] != 'ok':
         raise Failed(exchange_failure(opts))
     remote = status['address']
-    lines = info_block(tool, opts, port, gid_index)
+    lines = info_block(tool, opts, port, gid_index, mtu)
+    # ctx_check_gid_compatibility, after the test header: an IPv4-mapped GID against one that is not (no GID, as on
+    # InfiniBand without -x, counts as not).
+    if ipv4_mapped(gid) != ipv4_mapped(remote['gid']):
+        out.write('\n'.join(lines) + '\n')
+        out.flush()
+        raise Failed('\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n')
     lines.extend(address_lines(tool, 'local', address, gid if gid_index is not None and gid_index >= 0 else None))
     lines.extend(address_lines(tool, 'remote', remote, remote['gid'] if gid_index is not None and gid_index >= 0
                                else None))
@@ -641,9 +827,12 @@ def run(tool, opts):
         raise Failed('Failed to modify QP %d to RTR\n Unable to Connect the HCA\'s through the link\n' % address['qpn'])
     if not remote['usable']:
         raise Failed(exchange_failure(opts))
+    # RoCE v1 against RoCE v2: the QPs connect, but neither side takes the other's packets.
+    lost = bool(port['link'] == 'Ethernet' and gid_type and remote.get('gid_type') and
+                gid_type != remote['gid_type'])
     if kind == 'bw':
-        return run_bw(tool, opts, port, fault, link, peer)
-    return run_lat(tool, opts, port, fault, link, peer)
+        return run_bw(tool, opts, port, fault, link, peer, mtu, lost)
+    return run_lat(tool, opts, port, fault, link, lost)
 
 
 def completion_error(opts):
@@ -651,10 +840,10 @@ def completion_error(opts):
            'complete run_iter_bw function successfully\n' % ('server' if opts['server'] is None else 'client')
 
 
-def run_bw(tool, opts, port, fault, link, peer):
+def run_bw(tool, opts, port, fault, link, peer, mtu=None, lost=False):
     verb = TOOLS[tool][2]
     server, out = opts['server'] is None, sys.stdout
-    failing = 'completion_error' in (fault.get('fail'), peer.get('fault'))
+    failing = lost or 'completion_error' in (fault.get('fail'), peer.get('fault'))
     header = (' #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n' if opts['gbits']
               else ' #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n')
     out.write(header)
@@ -665,7 +854,7 @@ def run_bw(tool, opts, port, fault, link, peer):
             raise Failed(completion_error(opts))
         link.receive()
         raise Failed(exchange_failure(opts))
-    rows = bw_figures(opts, port, fault)
+    rows = bw_figures(opts, port, fault, peer.get('limits'), mtu)
     link.send({'rows': rows})
     remote = link.receive()
     if remote is None or remote.get('rows') is None:
@@ -684,7 +873,7 @@ def run_bw(tool, opts, port, fault, link, peer):
     return 0
 
 
-def run_lat(tool, opts, port, fault, link, _peer):
+def run_lat(tool, opts, port, fault, link, lost=False):
     verb = TOOLS[tool][2]
     server, out = opts['server'] is None, sys.stdout
     if opts['duration']:
@@ -692,7 +881,15 @@ def run_lat(tool, opts, port, fault, link, _peer):
     else:
         out.write(' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]'
                   '   99% percentile[usec]   99.9% percentile[usec] \n')
-    link.send({'done': True})
+    out.flush()
+    link.send({'done': not lost})
+    if lost:
+        if not server:
+            # run_iter_lat*: NOTIFY_COMP_ERROR_SEND; write_lat's main adds its line, read_lat and send_lat exit 17.
+            raise Failed(' Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81\nscnt=1, ccnt=0\n' +
+                         ('Test exited with Error\n' if verb == 'write' else ''), status=1 if verb == 'write' else 17)
+        link.receive()
+        raise Failed(exchange_failure(opts))
     link.receive()
     if server and verb == 'read':
         out.write(LINE + '\n')
@@ -721,7 +918,7 @@ def main(tool, argv):
         sys.stdout.flush()
         sys.stderr.write(failure.err)
         sys.stderr.flush()
-        return 1
+        return failure.status
 
 
 def entry():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, hold, record, resolve
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTION_NAMES, LedgerError, hold, record, resolve
 
 FACT = 'gpunet_rdma_ledger'
 ARGUMENT_SPEC = dict(
@@ -20,9 +20,12 @@ ARGUMENT_SPEC = dict(
     detail=dict(type='dict', default={}),
     status=dict(type='str', choices=['ok', 'changed', 'pending', 'failed', 'skipped']),
     failed=dict(type='bool', default=False),
-    resolve=dict(type='list', elements='str'),
+    # an unknown action name is refused naming the known ones: a typo would resolve or hold nothing, silently
+    resolve=dict(type='list', elements='str', choices=list(ACTION_NAMES)),
     how=dict(type='str'),
-    hold=dict(type='list', elements='dict'),
+    hold=dict(type='list', elements='dict', options=dict(
+        action=dict(type='str', required=True, choices=list(ACTION_NAMES)),
+        reason=dict(type='str'))),
 )
 
 

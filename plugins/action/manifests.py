@@ -7,10 +7,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import re
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._atomic_file import mode_problem, stage_beside
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import HostReadError, read_text_or_none
 
 ARGUMENT_SPEC = dict(
     dest=dict(type='path', required=True),
@@ -24,12 +27,19 @@ ARGUMENT_SPEC = dict(
 
 def _read(path):
     try:
-        with open(path, 'rb') as handle:
-            return handle.read().decode('utf-8', 'replace')
-    except FileNotFoundError:
-        return None
-    except (IOError, OSError) as exc:
-        raise AnsibleActionFail('gpunet.rdma.manifests: cannot read %s: %s' % (path, exc.strerror or exc))
+        return read_text_or_none(path, lenient=True)
+    except HostReadError as exc:
+        raise AnsibleActionFail('gpunet.rdma.manifests: %s; no manifest was changed' % exc)
+
+
+def _content_problem(item):
+    """Why ``item['content']`` cannot be written as a UTF-8 manifest, or None."""
+    try:
+        item['content'].encode('utf-8')
+    except UnicodeEncodeError as exc:
+        return 'the content of %s is not UTF-8 text (character %d); render it from UTF-8 sources' % (
+            item['name'], exc.start)
+    return None
 
 
 def _mode(path):
@@ -37,22 +47,6 @@ def _mode(path):
         return os.stat(path).st_mode & 0o7777
     except OSError:
         return None
-
-
-def _stage(path, content, mode):
-    """A temporary file beside ``path`` (same filesystem) holding ``content``; renamed over it by _commit."""
-    directory = os.path.dirname(path)
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(path))
-    try:
-        with os.fdopen(fd, 'wb') as handle:
-            handle.write(content.encode('utf-8'))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-    except BaseException:
-        _discard([temporary])
-        raise
-    return temporary
 
 
 def _discard(paths):
@@ -72,22 +66,31 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        try:
-            mode = int(str(args['mode']), 8)
-        except ValueError:
-            raise AnsibleActionFail('gpunet.rdma.manifests: mode must be octal such as 0644, got %r' % args['mode'])
+        problem = mode_problem(args['mode'])
+        if problem is None and not re.match(r'^0?[0-7]{3,4}$|^0o[0-7]{3,4}$', args['mode'].strip()):
+            problem = '%r is not an octal mode; give one such as "0644"' % args['mode']
+        if problem:
+            raise AnsibleActionFail('gpunet.rdma.manifests: mode: %s. Nothing was written.' % problem)
+        mode = int(args['mode'].strip().replace('0o', ''), 8)
+        if '\x00' in args['dest']:
+            raise AnsibleActionFail('gpunet.rdma.manifests: dest %r contains a NUL byte; give a directory path'
+                                    % args['dest'])
         dest = os.path.abspath(os.path.expanduser(args['dest']))
         if os.path.exists(dest) and not os.path.isdir(dest):
             raise AnsibleActionFail('gpunet.rdma.manifests: dest %s is not a directory; choose a directory for the '
                                     'rendered manifests' % dest)
         names = [item['name'] for item in args['files']]
         for name in names:
-            if not name or os.path.basename(name) != name or name in ('.', '..'):
+            if not name or os.path.basename(name) != name or name in ('.', '..') or '\x00' in name:
                 raise AnsibleActionFail('gpunet.rdma.manifests: %r is not a file name (no directories); name each file '
                                         'inside dest' % name)
         twice = sorted(set(name for name in names if names.count(name) > 1))
         if twice:
             raise AnsibleActionFail('gpunet.rdma.manifests: %s given twice' % ', '.join(twice))
+        for item in args['files']:
+            problem = _content_problem(item)
+            if problem:
+                raise AnsibleActionFail('gpunet.rdma.manifests: %s. Nothing was written.' % problem)
         written, diffs, staged = [], [], []
         for item in args['files']:
             # A manifest that is a symlink (e.g. into a GitOps checkout) is written where it points.
@@ -106,7 +109,7 @@ class ActionModule(ActionBase):
             try:
                 os.makedirs(dest, exist_ok=True)
                 for path, content in staged:
-                    temporaries.append(_stage(path, content, mode))
+                    temporaries.append(stage_beside(path, content.encode('utf-8'), mode))
             except (IOError, OSError) as exc:
                 _discard(temporaries)
                 raise AnsibleActionFail('gpunet.rdma.manifests: cannot write %s: %s; no manifest was changed'

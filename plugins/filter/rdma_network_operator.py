@@ -13,7 +13,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator impo
     host_ofed_reason, host_ofed_refusal, merge_tolerations, network_operator_objects, node_label_patches,
     node_resources, policies_status)
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
-    Spec, a_dict, a_list, a_number, a_scalar, a_str, either, filter_args, host_vars, names, nested)
+    Spec, a_dict, a_list, a_number, a_scalar, a_str, checked_ledger, either, filter_args, host_vars, names, nested)
 
 PORTS = a_list('rdma_ports records (dicts)', a_dict('an rdma_ports record'), nullable=True)
 INVENTORY_GROUPS = a_dict('the inventory groups (groups): group name -> host names',
@@ -165,8 +165,7 @@ def rdma_host_ofed(hosts, hostvars):
                        a_dict('the facts of the host'))
         driver = nested('rdma_host_ofed', 'ansible_facts.rdma_driver of %s' % host, facts.get('rdma_driver'),
                         a_dict('rdma_driver facts', nullable=True))
-        ledger = nested('rdma_host_ofed', 'ansible_facts.gpunet_rdma_ledger of %s' % host,
-                        facts.get('gpunet_rdma_ledger') or {}, a_dict('the stage ledger'))
+        ledger = checked_ledger('rdma_host_ofed', variables, host)
         reason = host_ofed_reason(driver, ledger.get('ofed'))
         if reason:
             found[host] = reason

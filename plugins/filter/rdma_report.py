@@ -10,6 +10,8 @@ this file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
@@ -138,18 +140,27 @@ def rdma_firmware_result(module_results, host, apply, wanted=None, previous=None
     return firmware_result(list(module_results or []), host, apply, list(wanted or []), previous, targets)
 
 
+REPORT = a_dict('the output of rdma_fleet_report', keys={
+    'summary': a_dict('the summary of rdma_fleet_report', required=(
+        'hosts', 'pass', 'fail', 'unchecked', 'no_facts', 'ports', 'active_ports')),
+    'hosts': a_list('host records', a_dict('a host record of rdma_fleet_report', required=(
+        'host', 'group', 'expectation', 'ok_ports', 'source', 'verdict', 'ports', 'problems'), keys={
+            'ports': RESULT_PORTS, 'problems': a_list('problems (str)')}))})
+
+
+def check_report(name, report):
+    """The checks of the renderings (Markdown, HTML) of a fleet report: a dict with hosts and summary, each
+    host record with what the renderings index."""
+    if not isinstance(report, Mapping) or 'hosts' not in report or 'summary' not in report:
+        raise AnsibleFilterError('%s: expects the output of rdma_fleet_report (the input must be a dict with hosts and '
+                                 'summary), got %s' % (name, describe(report)))
+    nested(name, 'the input', report, REPORT)
+    return report
+
+
 @filter_args('rdma_report_markdown')
 def rdma_report_markdown(report):
-    if not isinstance(report, dict) or 'hosts' not in report or 'summary' not in report:
-        raise AnsibleFilterError('rdma_report_markdown: expects the output of rdma_fleet_report (the input must be a '
-                                 'dict with hosts and summary), got %s' % describe(report))
-    nested('rdma_report_markdown', 'the input', report, a_dict('the output of rdma_fleet_report', keys={
-        'summary': a_dict('the summary of rdma_fleet_report', required=(
-            'hosts', 'pass', 'fail', 'unchecked', 'no_facts', 'ports', 'active_ports')),
-        'hosts': a_list('host records', a_dict('a host record of rdma_fleet_report', required=(
-            'host', 'group', 'expectation', 'ok_ports', 'source', 'verdict', 'ports', 'problems'), keys={
-                'ports': RESULT_PORTS, 'problems': a_list('problems (str)')}))}))
-    return render_markdown(report)
+    return render_markdown(check_report('rdma_report_markdown', report))
 
 
 class FilterModule(object):

@@ -8,19 +8,28 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import check_report
 from ansible_collections.gpunet.rdma.plugins.module_utils._report_html import ReportError, render_html
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import a_number, filter_args
+
+NAME = 'rdma_report_html'
 
 
+@filter_args(NAME, min_line_rate_pct=a_number('the share of the line rate a bandwidth test passes at, in %',
+                                              nullable=True))
 def rdma_report_html(report, min_line_rate_pct=None):
-    if not isinstance(report, dict) or 'hosts' not in report or 'summary' not in report:
-        raise AnsibleFilterError('rdma_report_html: expects the output of rdma_fleet_report')
-    if min_line_rate_pct is not None and (isinstance(min_line_rate_pct, bool)
-                                          or not isinstance(min_line_rate_pct, (int, float))):
-        raise AnsibleFilterError('rdma_report_html: min_line_rate_pct must be a number, got %r' % (min_line_rate_pct,))
+    check_report(NAME, report)
+    threshold = None
+    if min_line_rate_pct not in (None, ''):
+        # extra vars arrive as strings: '85' is 85, not "no threshold given"
+        threshold = float(min_line_rate_pct)
+        if not 1 <= threshold <= 100:
+            raise AnsibleFilterError('%s: min_line_rate_pct must be a percentage between 1 and 100, got %s'
+                                     % (NAME, min_line_rate_pct))
     try:
-        return render_html(report, min_line_rate_pct)
-    except ReportError:
-        raise AnsibleFilterError('rdma_report_html: expects the output of rdma_fleet_report')
+        return render_html(report, threshold)
+    except ReportError as exc:
+        raise AnsibleFilterError('%s: %s' % (NAME, exc))
 
 
 class FilterModule(object):

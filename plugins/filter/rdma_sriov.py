@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._sriov import hostdev_expectations, hostdev_rows
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
-    a_dict, a_list, filter_args, host_vars, names)
+    a_dict, a_list, checked_ledger, filter_args, host_vars, names)
 
 
 @filter_args('rdma_sriov_nodes', hosts=names('host names (e.g. groups.all)'),
@@ -20,8 +20,12 @@ from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
                           nullable=True))
 def rdma_sriov_nodes(hosts, hostvars, nodes):
     """One row per host whose SR-IOV stage made VFs for a Kubernetes resource: does its node advertise them?"""
-    expectations = hostdev_expectations([str(host) for host in hosts],
-                                        lambda host: host_vars('rdma_sriov_nodes', hostvars, host))
+    def variables_of(host):
+        variables = host_vars('rdma_sriov_nodes', hostvars, host)
+        checked_ledger('rdma_sriov_nodes', variables, host)
+        return variables
+
+    expectations = hostdev_expectations([str(host) for host in hosts], variables_of)
     return hostdev_rows(expectations, list(nodes or []))
 
 

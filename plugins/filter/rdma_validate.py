@@ -20,10 +20,10 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
 from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import (
     hostdev_allocatable, mpijob, pod_checks, pod_templates, validation_groups, validation_pods, volcano_job)
 from ansible_collections.gpunet.rdma.plugins.plugin_utils._filter_args import (
-    Spec, a_dict, a_list, a_number, a_scalar, a_str, describe, filter_args, names, nested)
+    Spec, a_dict, a_list, a_number, a_percentage, a_scalar, a_str, describe, filter_args, names, nested)
 
 RATE = a_number('the line rate in Gb/s', nullable=True)
-MIN_PCT = a_number('the minimum share of the line rate in %')
+MIN_PCT = a_percentage('the minimum share of the line rate')
 PORT_NUMBER = a_number('the port number', whole=True)
 PORT_RECORDS = a_list('rdma_ports records (dicts)', a_dict('an rdma_ports record'), nullable=True)
 NAMES = names('names', nullable=True)

@@ -90,16 +90,57 @@ def check_file_options(module):
                 module.fail_json(msg='group %r is not a group on this host; give an existing group name or a gid. '
                                  'Nothing was written.' % group)
     if mode is not None:
-        if isinstance(mode, bool):
-            valid = False
-        elif isinstance(mode, int):
-            valid = 0 <= mode <= 0o7777
+        problem = mode_problem(mode)
+        if problem:
+            module.fail_json(msg='mode: %s. Nothing was written.' % problem)
+
+
+def mode_problem(mode):
+    """None when ``mode`` is a file mode the collection may write (files it writes are configs and manifests), else
+    why not: the one check of modes for every module and action plugin.
+
+    Octal (``"0644"``, ``0o644``, or the int of ``0644`` in YAML) or symbolic (``u=rw,g=r,o=r``). Refused besides
+    malformed values: setuid, setgid and sticky bits (no config needs them) and world-writable files (anyone on the
+    node could change what containerd or the cluster loads).
+    """
+    if isinstance(mode, bool) or not isinstance(mode, (int, str)):
+        return '%r is neither an octal mode (quoted, such as "0644") nor a symbolic one (such as "u=rw,g=r,o=r")' % (
+            mode,)
+    if isinstance(mode, int):
+        if not 0 <= mode <= 0o7777:
+            return '%r is out of range for a file mode (0 to 07777; quote octal modes, such as "0644")' % (mode,)
+        bits = mode
+    else:
+        text = mode.strip()
+        if _OCTAL_MODE_RE.match(text):
+            bits = int(text.replace('0o', ''), 8)
+        elif _SYMBOLIC_MODE_RE.match(text):
+            return _symbolic_mode_problem(text)
         else:
-            text = str(mode).strip()
-            valid = bool(_OCTAL_MODE_RE.match(text) or _SYMBOLIC_MODE_RE.match(text))
-        if not valid:
-            module.fail_json(msg='mode %r is neither an octal mode (quoted, such as "0644") nor a symbolic one (such '
-                             'as "u=rw,g=r,o=r"). Nothing was written.' % (mode,))
+            return '%r is neither an octal mode (quoted, such as "0644") nor a symbolic one (such as "u=rw,g=r,o=r")' % (
+                mode,)
+    if bits & 0o7000:
+        return '%r sets the setuid, setgid or sticky bit, which no file of this collection needs; use a mode such ' \
+               'as "0644"' % (mode,)
+    if bits & 0o002:
+        return '%r makes the file world-writable, so anyone on the node could change it; use a mode such as ' \
+               '"0644"' % (mode,)
+    return None
+
+
+def _symbolic_mode_problem(text):
+    for clause in text.split(','):
+        who = re.match(r'^[ugoa]*', clause).group(0)
+        for _op, perms in re.findall(r'([-+=])([rwxXstugo]*)', clause[len(who):]):
+            if _op == '-':
+                continue
+            if 's' in perms or 't' in perms:
+                return '%r sets the setuid, setgid or sticky bit, which no file of this collection needs; use a mode ' \
+                       'such as "u=rw,g=r,o=r"' % text
+            if 'w' in perms and ('o' in who or 'a' in who):
+                return '%r makes the file world-writable, so anyone on the node could change it; use a mode such as ' \
+                       '"u=rw,g=r,o=r"' % text
+    return None
 
 
 def _new_file_mode():
@@ -144,6 +185,23 @@ def _cleanup(writes):
         write.rollback = None
 
 
+def stage_beside(path, data, mode=None):
+    """A temporary file beside ``path`` (same filesystem, so a rename replaces ``path`` atomically) holding
+    ``data``, synced; removed again when it cannot be written whole. Returns its path."""
+    handle, candidate = tempfile.mkstemp(dir=os.path.dirname(path) or '.', prefix='.%s.' % os.path.basename(path))
+    try:
+        with os.fdopen(handle, 'wb') as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(candidate, mode)
+    except BaseException:
+        _remove(candidate)
+        raise
+    return candidate
+
+
 def _prepare(module, write, follow):
     write.target = destination(module, write.path, follow)
     directory = os.path.dirname(write.target) or '.'
@@ -151,14 +209,10 @@ def _prepare(module, write, follow):
         module.fail_json(msg='The directory %s of %s does not exist; create it first. Nothing was written.'
                          % (directory, write.path))
     try:
-        handle, write.candidate = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(write.target))
+        write.candidate = stage_beside(write.target, write.data)
     except (IOError, OSError) as exc:
         module.fail_json(msg='Cannot write a file in %s (%s); nothing was written.'
                          % (directory, describe_os_error(exc, directory).split(' ', 1)[1]))
-    with os.fdopen(handle, 'wb') as stream:
-        stream.write(write.data)
-        stream.flush()
-        os.fsync(stream.fileno())
     _copy_attributes(module, write.target, write.candidate)
     if write.attributes:
         file_args = module.load_file_common_arguments(module.params, path=write.candidate)
@@ -224,3 +278,10 @@ def update_attributes(module, path, changed, follow=True):
         return changed
     file_args = module.load_file_common_arguments(module.params, path=target)
     return module.set_fs_attributes_if_different(file_args, changed)
+
+
+def write_scratch(path, text):
+    """Write ``text`` to a new file of the module's own temporary directory (a copy a tool checks, never a node's
+    file: those go through write_files)."""
+    with open(path, 'x', encoding='utf-8') as handle:
+        handle.write(text)

@@ -20,6 +20,8 @@ import os
 import re
 import traceback
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import HostReadError, list_dir
+
 try:
     import tomlkit
     from tomlkit.container import Container
@@ -333,9 +335,12 @@ def go_glob(pattern):
                 matches.append(candidate)
             continue
         try:
-            names = sorted(os.listdir(folder or '.'))
-        except OSError:
-            continue
+            names = list_dir(folder or '.')
+        except HostReadError as exc:
+            # containerd (root) lists it; a directory we cannot list is not an empty one: what it holds decides
+            # which file's table wins, so the edit would be guessed.
+            raise ConfigError('%s, so the files an imports glob matches there are unknown; make it readable by the '
+                              'user the module runs as (root)' % exc)
         matches.extend(os.path.join(folder, entry) for entry in names if fnmatch.fnmatchcase(entry, name))
     return sorted(matches)
 

@@ -9,9 +9,10 @@ reports every key the schema does not declare. The API server prunes such keys s
 (or rejects them with strict field validation), so a field of another operator release
 would otherwise vanish without a word.
 
-The same walk prunes (what the API server stores) and defaults (the schema's ``default`` values), so that the
-kube-apiserver test double answers as the real server does. Every function takes any JSON-like data: a CRD or an
-object of the wrong shape is a ``CrdError`` naming the part, never another exception.
+The same walk can prune (what the API server stores) and default (the schema's ``default`` values); no module uses
+those two any more (the kube-apiserver test double has its own implementation, tests/doubles/api_schemas.py) and
+they are to leave the shipped tree. Every function takes any JSON-like data: a CRD or an object of the wrong shape is
+a ``CrdError`` naming the part, never another exception.
 """
 
 from __future__ import annotations

@@ -172,11 +172,12 @@ def gather(module, params, option=lambda name: name):
             entry.update(loaded_module(params['sysfs_root'], name))
         ofed_kernels = kernels_with_ofed(params['modules_root'], module.warn)
         netns = read_netns(module, params, option, module.warn)
+        peers = memory_peers(params['sysfs_root'])
     except DriverError as exc:
         module.fail_json(msg=str(exc))
     ofed = ofed_state(read_ofed(module, params, option), kernel, modules, ofed_kernels, params['sysfs_root'])
     facts = dict(kernel=kernel, modules_dep_found=dep_found, ofed=ofed, modules=modules, netns=netns,
-                 memory_peers=memory_peers(params['sysfs_root']), nvidia=gpu_driver)
+                 memory_peers=peers, nvidia=gpu_driver)
     facts['os'] = read_os_release(module, params, option)
     facts['package_manager'], facts['packages'] = read_packages(module, params, option)
     return facts

@@ -121,6 +121,11 @@ def normalize(fabric, where='gpunet_rdma_fabric'):
                               % (where, key, STAGE_KEYS[key], type(section).__name__))
         result[key] = dict(section)
     _check_rails(result['validation'].get('rails'), where)
+    for key in ('min_line_rate_pct', 'nccl_min_busbw_pct'):
+        value = result['validation'].get(key)
+        if value is not None and (not _number(value) or not 0 < value <= 100):
+            raise FabricError('%s: validation.%s must be a percentage above 0 and at most 100 (90 means 90 %% of the '
+                              'line rate), got %r' % (where, key, value))
     return result
 
 

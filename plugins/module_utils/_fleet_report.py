@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, check_envelope, plain
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTIONS, check_envelope, check_ledger, plain
 from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import summary as ledger_summary
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import is_virtual_function, roce_gid_index
 
@@ -465,6 +465,9 @@ def build_fleet_report(results, all_hosts, ledgers=None, fabrics=None):
     """
     # One walk into plain data: what Ansible passes in templates itself on every access.
     ledgers, results, fabrics = plain(ledgers or {}), plain(results), plain(fabrics or {})
+    # The ledgers this report reads, checked once: the sections below index into them without further checks.
+    for host in [CONTROLLER] + [host for host in all_hosts if host != CONTROLLER]:
+        check_ledger(ledgers.get(host), host)
     controller = ledgers.get(CONTROLLER) or {}
     by_host = dict((r['host'], dict(r)) for r in results)
     hosts = []

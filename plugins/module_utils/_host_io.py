@@ -17,8 +17,14 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C'}
+# A tool that hangs (a wedged adapter, a firmware tool waiting on a lock) is stopped after this many seconds unless the
+# module has a ``timeout`` option, which then decides.
+DEFAULT_TOOL_TIMEOUT = 300
+# Node files the modules read are sysfs attributes, configs and manifests; anything larger is not one of them.
+MAX_READ_BYTES = 16 * 1024 * 1024
 # Where distributions and NVIDIA's packages put the RDMA and firmware tools besides PATH.
 SBIN_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/bin']
 _MESSAGE_LIMIT = 800
@@ -46,15 +52,30 @@ def describe_os_error(exc, path):
     return '%s %s' % (path, reasons.get(exc.errno, 'cannot be read: %s' % (exc.strerror or exc)))
 
 
-def read_bytes(path):
-    """The bytes of ``path``; HostReadError naming the file and the reason otherwise."""
+def check_path(path):
+    """HostReadError when ``path`` cannot name a file at all (a NUL byte: the kernel would refuse it)."""
+    if not isinstance(path, (str, bytes)) or not path:
+        raise HostReadError('%r is not a file path' % (path,), path)
+    if ('\x00' if isinstance(path, str) else b'\x00') in path:
+        raise HostReadError('%s contains a NUL byte; a file path cannot' % printable(path, 200), path)
+
+
+def read_bytes(path, limit=MAX_READ_BYTES):
+    """The bytes of ``path``; HostReadError naming the file and the reason otherwise.
+
+    ``limit`` bounds what is read: a path that points at a device or a huge file by mistake is refused, not read whole.
+    """
+    check_path(path)
     if os.path.isdir(path):
         raise HostReadError('%s is a directory, not a file' % path, path)
     try:
         with open(path, 'rb') as handle:
-            return handle.read()
+            data = handle.read(limit + 1)
     except (IOError, OSError) as exc:
         raise HostReadError(describe_os_error(exc, path), path)
+    if len(data) > limit:
+        raise HostReadError('%s is larger than %d bytes; this is not the file to read here' % (path, limit), path)
+    return data
 
 
 def decode_text(data, path='input', lenient=False):
@@ -75,16 +96,59 @@ def decode_text(data, path='input', lenient=False):
                             % (path, data[exc.start], exc.start), path)
 
 
-def read_text(path, lenient=False):
+def read_text(path, lenient=False, limit=MAX_READ_BYTES):
     """Text of ``path`` (see ``decode_text``); HostReadError naming the file and the reason otherwise."""
-    return decode_text(read_bytes(path), path, lenient)
+    return decode_text(read_bytes(path, limit), path, lenient)
 
 
-def read_text_or_none(path, lenient=False):
+def read_text_or_none(path, lenient=False, limit=MAX_READ_BYTES):
     """Like ``read_text``, but None when the file does not exist (optional files)."""
+    check_path(path)
     if not os.path.lexists(path):
         return None
-    return read_text(path, lenient)
+    return read_text(path, lenient, limit)
+
+
+def read_value(path, default=None):
+    """A sysfs attribute or one-line file, stripped; ``default`` when it does not exist; HostReadError otherwise.
+
+    Attributes are read leniently (a firmware-provided string may hold any byte); an unreadable one is an error, not a
+    missing value, because "cannot read" and "not there" lead to different fixes.
+    """
+    text = read_text_or_none(path, lenient=True)
+    return default if text is None else text.strip()
+
+
+def list_dir(path, missing_ok=True):
+    """The sorted entry names of the directory ``path``.
+
+    ``[]`` when it does not exist and ``missing_ok``; HostReadError when it is a file or cannot be listed (permission
+    denied): an unlistable directory is not an empty one, since what it holds may change the meaning of a config.
+    """
+    check_path(path)
+    if not os.path.lexists(path):
+        if missing_ok:
+            return []
+        raise HostReadError('%s does not exist' % path, path)
+    if not os.path.isdir(path):
+        raise HostReadError('%s is not a directory' % path, path)
+    try:
+        return sorted(os.listdir(path))
+    except (IOError, OSError) as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise HostReadError('%s cannot be listed: permission denied' % path, path)
+        raise HostReadError(describe_os_error(exc, path), path)
+
+
+def read_link(path, default=None):
+    """The target of the symbolic link ``path``; ``default`` when ``path`` is not a link; HostReadError otherwise."""
+    check_path(path)
+    if not os.path.islink(path):
+        return default
+    try:
+        return os.readlink(path)
+    except (IOError, OSError) as exc:
+        raise HostReadError(describe_os_error(exc, path), path)
 
 
 def printable(text, limit=_MESSAGE_LIMIT):
@@ -152,19 +216,109 @@ def find_tool(module, names, explicit=None, option=None, opt_dirs=None, required
     return None
 
 
-def run_tool(module, argv, data=None, what=None):
-    """Run ``argv`` with ``LC_ALL=C``; returns ``(rc, out, err)`` as text (stray bytes become U+FFFD).
+def tool_timeout(module):
+    """The seconds a tool may run: the module's ``timeout`` option when it has one, else DEFAULT_TOOL_TIMEOUT."""
+    value = module.params.get('timeout') if isinstance(getattr(module, 'params', None), dict) else None
+    if value is None:
+        return DEFAULT_TOOL_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        module.fail_json(msg='timeout: %r is not a number of seconds; give a whole number of seconds, 1 or more.'
+                         % (value,))
+    return value
+
+
+def timeout_argv(module, seconds):
+    """coreutils ``timeout`` in front of a command: TERM after ``seconds``, KILL 5 s later."""
+    # coreutils lives in /usr/bin on every distribution, also when a service's PATH leaves it out
+    timeout = module.get_bin_path('timeout', required=True, opt_dirs=['/usr/bin', '/bin'])
+    return [timeout, '--kill-after=5', str(max(1, int(seconds)))]
+
+
+def timed_out(rc, elapsed=None, seconds=None):
+    """True when coreutils ``timeout`` stopped the command: 124 when TERM was enough, 137 when it took KILL - or -9,
+    since ``timeout`` sends the follow-up KILL to its whole process group, itself included. A -9 before the limit is
+    someone else's KILL (the OOM killer), not the timeout."""
+    if rc in (124, 137):
+        return True
+    return rc == -9 and elapsed is not None and seconds is not None and elapsed >= seconds
+
+
+def run_argv(module, argv, seconds, data=None):
+    """The one place a module runs a command: ``LC_ALL=C``, under coreutils ``timeout``, output decoded.
+
+    Returns ``(rc, out, err)``, with ``rc`` None when the timeout stopped the command. Raises OSError when the command
+    cannot be started; ``run_tool`` turns that into a failure naming the tool, callers in a thread (where fail_json
+    cannot end the module) handle it themselves.
+    """
+    started = time.monotonic()
+    rc, out, err = module.run_command(timeout_argv(module, seconds) + [str(arg) for arg in argv], data=data,
+                                      environ_update=COMMAND_ENV, encoding=None, handle_exceptions=False)
+    stopped = timed_out(rc, time.monotonic() - started, max(1, int(seconds)))
+    return (None if stopped else rc), decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True)
+
+
+def run_tool(module, argv, data=None, what=None, timeout=None, stop_ok=False):
+    """Run ``argv`` with ``LC_ALL=C`` under a timeout; returns ``(rc, out, err)`` as text (stray bytes become U+FFFD).
 
     A tool that cannot be started at all fails the module naming the tool and the reason instead of Ansible's
-    generic "Error executing command.".
+    generic "Error executing command."; one that runs past ``timeout`` seconds (default: the module's ``timeout``
+    option, see ``tool_timeout``) is stopped and fails the module naming the tool, the limit and the option; with
+    ``stop_ok`` (a perftest client stuck in its exchange) the stop is expected and ``rc`` is None instead.
     """
     argv = [str(arg) for arg in argv]
+    name = what or os.path.basename(argv[0])
     problem = check_executable(argv[0]) if os.path.isabs(argv[0]) else None
     if problem:
-        module.fail_json(msg='Cannot run %s: %s.' % (what or os.path.basename(argv[0]), problem), cmd=argv)
+        module.fail_json(msg='Cannot run %s: %s.' % (name, problem), cmd=argv)
+    seconds = tool_timeout(module) if timeout is None else timeout
     try:
-        rc, out, err = module.run_command(argv, data=data, environ_update=COMMAND_ENV, encoding=None,
-                                          handle_exceptions=False)
+        rc, out, err = run_argv(module, argv, seconds, data=data)
     except (IOError, OSError) as exc:
         module.fail_json(msg='Cannot run %s: %s.' % (' '.join(argv), describe_os_error(exc, argv[0])), cmd=argv)
-    return rc, decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True)
+    if rc is None and not stop_ok:
+        module.fail_json(msg='%s did not finish within %d seconds and was stopped (%s). The device or the tool may be '
+                         'hung; check it by hand, or raise the module\'s timeout option if it is only slow.'
+                         % (name, seconds, ' '.join(argv)), cmd=argv)
+    return rc, out, err
+
+
+def run_in_step(module, argv):
+    """Run ``argv`` like run_tool inside a Step of a multi-step write; returns ``(out, err)``.
+
+    Raises RuntimeError instead of failing the module: an undo runs while the module is already failing, where a
+    second fail_json would cut the roll-back short, and an apply that fails must first put its own port back.
+    """
+    seconds = tool_timeout(module)
+    try:
+        rc, out, err = run_argv(module, argv, seconds)
+    except (IOError, OSError) as exc:
+        raise RuntimeError('cannot run %s: %s' % (' '.join(argv), exc.strerror or exc))
+    if rc is None:
+        raise RuntimeError('%s did not finish within %d seconds and was stopped; the device or the tool may be hung, '
+                           'check it by hand or raise the timeout option if it is only slow' % (' '.join(argv), seconds))
+    if rc != 0:
+        raise RuntimeError('%s failed (rc=%d): %s' % (' '.join(argv), rc, output_summary(out, err)))
+    return out, err
+
+
+def write_attribute(path, text):
+    """Write ``text`` to the sysfs attribute or one-value file ``path``: the one sysfs write of the collection.
+
+    Truncating (a file-backed attribute never keeps the tail of a longer old value) and in one write(2), which is how
+    the kernel takes an attribute. OSError carries the path; callers run it inside a Step so that it is undone with
+    the rest of its change.
+    """
+    check_path(path)
+    data = text.encode('utf-8') if isinstance(text, str) else bytes(text)
+    handle = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        written = os.write(handle, data)
+        if written != len(data):
+            # an attribute takes its value in one write; a part of it is not the value asked for
+            raise OSError(errno.EIO, 'short write (%d of %d bytes)' % (written, len(data)), path)
+    except OSError as exc:
+        if not exc.filename:
+            exc.filename = path
+        raise
+    finally:
+        os.close(handle)

@@ -129,6 +129,268 @@ def check_envelope(entry, stage=None, detail=True):
                     entry['detail'] if detail else None, entry['status'])
 
 
+# ------------------------------------------------------------------ the shape a reader relies on
+
+_SHORT = 60
+
+
+def _describe(value):
+    """A value for a message: its type and a short form (containers are not printed whole)."""
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'bool %s' % value
+    if isinstance(value, Mapping):
+        return 'a dict with keys %s' % ', '.join(str(key) for key in list(value)[:5]) if value else 'an empty dict'
+    if isinstance(value, (list, tuple)):
+        return 'a list of %d item%s' % (len(value), '' if len(value) == 1 else 's') if value else 'an empty list'
+    text = repr(value)
+    if len(text) > _SHORT:
+        text = text[:_SHORT - 4] + '...' + text[-1]
+    return '%s %s' % ({str: 'str', int: 'int', float: 'float'}.get(type(value), type(value).__name__), text)
+
+
+class Shape(object):
+    """What one field of a ledger entry must be: ``expected`` for the message; ``problem(value, field)`` says what is
+    wrong with ``value`` at ``field`` (a path such as ``detail.devices[0].values``) or returns None."""
+
+    def __init__(self, expected, check=None, nullable=False):
+        self.expected = expected + (' or null' if nullable else '')
+        self._check = check
+        self.nullable = nullable
+
+    def problem(self, value, field):
+        if value is None and self.nullable:
+            return None
+        if self._check is None:
+            return None
+        return self._check(self, value, field)
+
+
+def _wrong(shape, value, field):
+    return "field '%s' must be %s, got %s" % (field, shape.expected, _describe(value))
+
+
+def _of_type(expected, types, nullable=False):
+    def check(shape, value, field):
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            return _wrong(shape, value, field)
+        return None
+    return Shape(expected, check, nullable)
+
+
+def _list_of(expected, item=None, nullable=False):
+    def check(shape, value, field):
+        if not isinstance(value, (list, tuple)):
+            return _wrong(shape, value, field)
+        for index, element in enumerate(value if item is not None else ()):
+            problem = item.problem(element, '%s[%d]' % (field, index))
+            if problem:
+                return problem
+        return None
+    return Shape(expected, check, nullable)
+
+
+def _dict_of(expected, fields=None, required=(), values=None, nullable=False, also=None):
+    """A dict: ``required`` keys it must have, ``fields`` the shape of a key's value (when present), ``values`` the
+    shape of every value, ``also(value, field)`` a further check of the whole dict."""
+    fields = fields or {}
+
+    def check(shape, value, field):
+        if not isinstance(value, Mapping):
+            return _wrong(shape, value, field)
+        missing = [key for key in required if key not in value]
+        if missing:
+            first = '%s.%s' % (field, missing[0]) if field else missing[0]
+            text = "lacks field '%s' (expected %s)" % (first, fields[missing[0]].expected if missing[0] in fields
+                                                       else 'a value')
+            if len(missing) > 1:
+                text += '; also lacks %s' % ', '.join("'%s'" % key for key in missing[1:])
+            return text
+        for key in [key for key in fields if key in value]:
+            problem = fields[key].problem(value[key], '%s.%s' % (field, key) if field else key)
+            if problem:
+                return problem
+        for key, element in (value.items() if values is not None else ()):
+            problem = values.problem(element, '%s[%s]' % (field, key))
+            if problem:
+                return problem
+        return also(value, field) if also is not None else None
+    return Shape(expected, check, nullable)
+
+
+def _one_of(expected, choices):
+    def check(shape, value, field):
+        if isinstance(value, bool) or value not in choices:
+            return "field '%s' is %s, not one of %s" % (field, _describe(value), ', '.join(choices))
+        return None
+    return Shape(expected, check)
+
+
+def _pending_item(shape, value, field):
+    """One pending action as ``normalize_pending`` takes it: a bare action name or ``{action, allowed, reason}``."""
+    if isinstance(value, str):
+        value = {'action': value}
+    if not isinstance(value, Mapping):
+        return _wrong(shape, value, field)
+    unknown = sorted(str(key) for key in set(value) - {'action', 'allowed', 'reason'})
+    if unknown:
+        return "field '%s' has unknown keys %s (a pending action has action, allowed, reason)" % (
+            field, ', '.join(unknown))
+    if value.get('action') not in ACTION_NAMES:
+        return "field '%s.action' is %s, not one of %s" % (
+            field, _describe(value.get('action')), ', '.join(ACTION_NAMES))
+    if not isinstance(value.get('allowed', False), bool):
+        return "field '%s.allowed' must be true or false, got %s" % (field, _describe(value['allowed']))
+    return None
+
+
+def _pending_list(shape, value, field):
+    # what normalize_pending takes: a list of actions, or one action alone
+    if isinstance(value, (str, Mapping)):
+        return _pending_item(PENDING_ITEM, value, field)
+    if not isinstance(value, (list, tuple)):
+        return _wrong(shape, value, field)
+    for index, item in enumerate(value):
+        problem = _pending_item(PENDING_ITEM, item, '%s[%d]' % (field, index))
+        if problem:
+            return problem
+    return None
+
+
+def _problems(shape, value, field):
+    # what _text_list takes: a list of texts, or one text alone
+    if isinstance(value, str):
+        return None
+    if not isinstance(value, (list, tuple)) or any(isinstance(item, (Mapping, list, tuple)) for item in value):
+        return _wrong(shape, value, field)
+    return None
+
+
+def _stage_name(shape, value, field):
+    if not isinstance(value, str) or not value:
+        return _wrong(shape, value, field)
+    return None
+
+
+TEXT = _of_type('a string', (str,), nullable=True)
+STRING = _of_type('a string', (str,))
+TEXTS = _list_of('a list of strings', STRING, nullable=True)
+NUMBER = _of_type('a number', (int, float), nullable=True)
+BOOL = _of_type('true or false', (bool,), nullable=True)
+PENDING_ITEM = Shape('an action name or {action, allowed, reason}', _pending_item)
+
+
+def _records(what, fields=None, required=()):
+    """A list of dicts (rows of a detail, ``what`` names one row) or null."""
+    return _list_of('a list of %ss (dicts)' % what, _dict_of('a dict (a %s)' % what, fields, required), nullable=True)
+
+
+def _scope_reason(value, field):
+    if value.get('in_scope', True) is False and not isinstance(value.get('reason'), str):
+        return ("lacks field '%s.reason' (expected a string: why the host is out of scope)" % field
+                if 'reason' not in value else _wrong(STRING, value['reason'], '%s.reason' % field))
+    return None
+
+
+# A bandwidth or latency test of the validation stages: the numbers the report formats (%g, %.1f).
+_TEST = dict((key, NUMBER) for key in ('line_rate_gbps', 'line_rate_pct', 'latency_usec', 'max_latency_usec'))
+_CLUSTER_STAGE = _dict_of('a dict (the cluster stage record)', {
+    'resources': _records('resource', {
+        'hosts': _list_of('a list of host names', nullable=True), 'if_names': TEXTS, 'link_types': TEXTS}),
+    'nodes': _records('node record'),
+    'ownership': _dict_of('a dict (the ownership plan)', nullable=True),
+    'left_alone': _list_of('a list', nullable=True)})
+
+# What the fleet report (and a filter that looks into one stage) takes from a stage's detail; a stage not named here
+# (one added later) is read from its envelope alone. Only the fields a reader indexes, iterates, joins or formats are
+# checked, so that a stage may record more than the report shows.
+DETAILS = {
+    'firmware': _dict_of('a dict (the record of rdma_firmware_result)', {
+        'apply': _of_type('a string naming how pending changes are activated (none, mlxfwreset, reboot)', (str,),
+                          nullable=True),
+        'pending': _list_of('a list of strings (the pending parameters)', STRING),
+        'reboot_required': BOOL,
+        'devices': _list_of('a list of device records (dicts)', _dict_of('a dict (a device record)', {
+            'device': TEXT, 'pci_address': TEXT,
+            'pending': _list_of('a list of strings (the pending parameters)', STRING),
+            'values': _dict_of('a dict (parameter -> {current, next_boot})',
+                               values=_dict_of('a dict ({current, next_boot})'))},
+            required=('device', 'pci_address', 'pending', 'values'))),
+        'inventory': _records('firmware inventory record', {'expected_psids': TEXTS, 'drift': TEXTS})},
+        required=('apply', 'pending', 'reboot_required', 'devices')),
+    'runtime': _dict_of('a dict (the container runtime record)', {'runtimes': TEXTS}),
+    'ofed': _dict_of('a dict (the OFED record)', {'source': TEXT, 'missing_modules': TEXTS}),
+    'netns': _dict_of('a dict (the RDMA netns record)'),
+    'gpudirect': _dict_of('a dict (the GPUDirect record)', {
+        'persisted': TEXTS,
+        'modules': _dict_of('a dict (module name -> state)', values=_dict_of('a dict (a module state)'),
+                            nullable=True)}),
+    'tuning': _dict_of('a dict (the NIC tuning record)', {
+        'ports': _records('port record', {
+            'pfc_priorities': _list_of('a list of priorities', nullable=True),
+            'ecn': _dict_of('a dict (roce_np, roce_rp)', {'roce_np': _list_of('a list of priorities', nullable=True),
+                                                          'roce_rp': _list_of('a list of priorities', nullable=True)},
+                            nullable=True)}),
+        'pci': _records('PCI function record'),
+        'firmware': _dict_of('a dict (the firmware values)', {'pending': TEXTS}, nullable=True),
+        'wanted': _dict_of('a dict (the wanted settings)', {
+            'firmware_params': _dict_of('a dict (parameter -> value)', nullable=True)}, nullable=True)}),
+    'sriov': _dict_of('a dict (the SR-IOV record)', {
+        'pfs': _records('PF record', {'vfs': _records('VF record')})}),
+    'validation': _dict_of('a dict (the validation record)', {'tests': _records('test record', _TEST)}),
+    'scope': _dict_of('a dict (in_scope, reason)', {'reason': TEXT}, also=_scope_reason),
+    'pod_validation': _dict_of('a dict (the pod-level validation record)', {
+        'results': _records('test record', _TEST),
+        'nccl': _records('NCCL run', {
+            'ib_devices': TEXTS, 'hosts': TEXTS, 'gdr': TEXT, 'nics_per_node': NUMBER, 'busbw_gbs': NUMBER,
+            'busbw_line_rate_pct': NUMBER, 'min_busbw_pct': NUMBER, 'size_bytes': NUMBER}),
+        'pod_checks': _records('in-pod check', {
+            'interfaces': _records('interface', {'addresses': TEXTS}), 'rdma': _records('RDMA device'),
+            'resources': _dict_of('a dict (resource -> count)', nullable=True), 'routes': TEXTS}),
+        'allocatable': _records('allocatable row')}),
+    'network_operator': _CLUSTER_STAGE,
+    'spiderpool': _CLUSTER_STAGE,
+}
+
+ENVELOPE = _dict_of('a dict (an envelope: %s)' % ', '.join(ENVELOPE_KEYS), {
+    'stage': Shape('a non-empty string (the stage name)', _stage_name),
+    'status': _one_of('one of %s' % ', '.join(STATUSES), STATUSES),
+    'changed': _of_type('true or false', (bool,)),
+    'pending': Shape('a list of pending actions (an action name or {action, allowed, reason})', _pending_list,
+                     nullable=True),
+    'problems': Shape('a list of strings', _problems, nullable=True),
+    'detail': _dict_of('a dict (what the stage wants the report to show)', nullable=True)}, required=ENVELOPE_KEYS)
+
+
+def _where(host, stage=None):
+    where = 'ledger of host %s' % host if host is not None else 'the ledger'
+    return where if stage is None else '%s, stage %s' % (where, stage)
+
+
+def check_ledger(ledger, host=None, details=True):
+    """Check a ledger read back (a host's ``gpunet_rdma_ledger``) before anything reads it: every entry is an envelope
+    and, with ``details``, the detail of each stage of ``DETAILS`` has the fields the report takes (an empty detail is
+    no record). The one check of every reader; the rollout's readers (plan, resolve, hold) read the envelopes only.
+
+    Raises LedgerError naming the host (when given), the stage and the field: ``ledger of host gpu-1, stage firmware:
+    lacks field 'detail.apply' (expected a string ...)``. Returns the ledger.
+    """
+    if ledger is None:
+        return ledger
+    if not isinstance(ledger, Mapping):
+        raise LedgerError('%s must be a dict (stage name -> envelope), got %s' % (_where(host), _describe(ledger)))
+    for stage, entry in ledger.items():
+        problem = ENVELOPE.problem(entry, '')
+        if problem is None and details and stage in DETAILS and entry.get('detail'):
+            problem = DETAILS[stage].problem(entry['detail'], 'detail')
+        if problem:
+            if not isinstance(entry, Mapping):
+                problem = 'the entry must be %s, got %s' % (ENVELOPE.expected, _describe(entry))
+            raise LedgerError('%s: %s' % (_where(host, stage), problem))
+    return ledger
+
+
 def record(ledger, stage, **fields):
     """A copy of ``ledger`` with ``stage``'s envelope (re)placed."""
     if ledger is None:
@@ -149,6 +411,16 @@ def resolve(ledger, actions, how):
     """
     if not isinstance(ledger, Mapping):
         raise LedgerError('the ledger must be a dict, got %s' % type(ledger).__name__)
+    if isinstance(actions, str) or not isinstance(actions, (list, tuple)):
+        raise LedgerError('resolve must be a list of action names (%s), got %s'
+                          % (', '.join(ACTION_NAMES), _describe(actions)))
+    unknown = [action for action in actions if action not in ACTION_NAMES]
+    if unknown:
+        # a typo would resolve nothing and leave the step pending without a word
+        raise LedgerError('resolve: %s %s not an action; the actions are %s' % (
+            ', '.join(repr(action) for action in unknown), 'is' if len(unknown) == 1 else 'are',
+            ', '.join(ACTION_NAMES)))
+    check_ledger(ledger, details=False)
     done = set(ACTION_NAMES) if 'reboot' in actions else set(actions)
     result = {}
     for name, entry in ledger.items():
@@ -183,6 +455,7 @@ def hold(ledger, holds):
             raise LedgerError('a held action must be {action, reason} with action one of %s, got %r'
                               % (', '.join(ACTION_NAMES), item))
         reasons.setdefault(item['action'], []).append(str(item.get('reason') or 'held'))
+    check_ledger(ledger, details=False)
     result = {}
     for name, entry in ledger.items():
         if not [item for item in check_envelope(entry, name, detail=False)['pending']
@@ -206,6 +479,7 @@ def plan(ledger):
 
     One reboot covers everything: when any stage's allowed action is a reboot, the plan is that reboot alone.
     """
+    check_ledger(ledger, details=False)
     allowed = []
     reasons = []
     for name, entry in sorted((ledger or {}).items()):

@@ -25,6 +25,8 @@ import json
 import os
 import re
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import list_dir
+
 # Flags kubelet takes its node address from (kubeadm writes the first into kubeadm-flags.env).
 _NODE_IP_FLAG = re.compile(r'--node-ip(?:=|\s+)["\']?([0-9A-Fa-f:.,]+)')
 _PCI_ADDRESS = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
@@ -133,10 +135,9 @@ class SysfsNet(object):
 
     def lowers(self, name):
         """The interfaces ``name`` runs over (``lower_<dev>`` links), sorted."""
-        try:
-            entries = os.listdir(self._net(name))
-        except OSError:
-            return []
+        # An interface that cannot be listed is an error, not "nothing below it": the guard would miss the ports
+        # that carry the connection.
+        entries = list_dir(self._net(name))
         return sorted(entry[len('lower_'):] for entry in entries if entry.startswith('lower_'))
 
     def stack(self, name):
@@ -170,10 +171,7 @@ class SysfsNet(object):
         return parent if _PCI_ADDRESS.match(parent) else None
 
     def rdma_devices(self, address):
-        try:
-            return sorted(os.listdir(os.path.join(self._function_dir(address), 'infiniband')))
-        except OSError:
-            return []
+        return list_dir(os.path.join(self._function_dir(address), 'infiniband'))
 
     def driver(self, address):
         link = os.path.join(self._function_dir(address), 'driver')

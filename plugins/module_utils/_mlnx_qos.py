@@ -32,6 +32,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import HostReadError, printable, read_text
+
 TRUST_MODES = ('pcp', 'dscp')
 PRIORITIES = tuple(range(8))
 
@@ -270,31 +272,43 @@ def ecn_dir(sysfs_root, netdev, direction):
     return os.path.join(sysfs_root, 'class', 'net', netdev, 'ecn', direction, 'enable')
 
 
-def read_ecn(sysfs_root, netdev):
-    """``{roce_np: [priorities enabled], roce_rp: [...]}``, or None when the driver has no ECN tree.
+def read_ecn_files(sysfs_root, netdev):
+    """``{(direction, priority): text as read}`` of the ECN switches, or None when the driver has no ECN tree.
 
-    A tree with a direction or a priority missing, or a value other than 0/1, raises MlnxQosError naming the file.
+    The text is kept as read (``"0\\n"``) so that an undo writes back exactly what was there. A tree with a direction
+    or a priority missing, a file that cannot be read, or a value other than 0/1 raises MlnxQosError naming the file.
     """
     base = os.path.join(sysfs_root, 'class', 'net', netdev, 'ecn')
     if not os.path.isdir(base):
         return None
-    result = {}
+    files = {}
     for direction in ECN_DIRECTIONS:
-        enabled = []
         for prio in PRIORITIES:
             path = os.path.join(ecn_dir(sysfs_root, netdev, direction), str(prio))
             try:
-                with open(path) as handle:
-                    value = handle.read().strip()
-            except (IOError, OSError) as exc:
-                raise MlnxQosError('%s cannot be read (%s): the ECN tree of %s is not the one MLNX_OFED makes'
-                                   % (path, exc.strerror or exc, netdev))
-            if value not in ('0', '1'):
-                raise MlnxQosError('%s holds %r, not 0 or 1' % (path, value))
-            if value == '1':
-                enabled.append(prio)
-        result[direction] = enabled
-    return result
+                # lenient: a stray byte becomes U+FFFD and is refused below as "not 0 or 1", naming the file
+                text = read_text(path, lenient=True, limit=4096)
+            except HostReadError as exc:
+                raise MlnxQosError('%s; the ECN tree of %s is not the one the MLNX_OFED / DOCA-OFED driver makes '
+                                   '(check the driver, or leave ecn_priorities unset)' % (exc, netdev))
+            if text.strip() not in ('0', '1'):
+                raise MlnxQosError('%s holds %r, not 0 or 1; the ECN tree of %s is not the one the MLNX_OFED / '
+                                   'DOCA-OFED driver makes (check the driver, or leave ecn_priorities unset)'
+                                   % (path, printable(text.strip(), 40), netdev))
+            files[(direction, prio)] = text
+    return files
+
+
+def ecn_enabled(files):
+    """``{roce_np: [priorities enabled], roce_rp: [...]}`` of what ``read_ecn_files`` read."""
+    return dict((direction, [prio for prio in PRIORITIES if files[(direction, prio)].strip() == '1'])
+                for direction in ECN_DIRECTIONS)
+
+
+def read_ecn(sysfs_root, netdev):
+    """``{roce_np: [priorities enabled], roce_rp: [...]}``, or None when the driver has no ECN tree."""
+    files = read_ecn_files(sysfs_root, netdev)
+    return None if files is None else ecn_enabled(files)
 
 
 def plan_ecn(current, wanted):

@@ -415,14 +415,31 @@ def ulimit_problem(value, minimum_kib):
     return None
 
 
+def percentage_problem(value):
+    """Why ``value`` is not a share of the line rate to pass at (a number from 1 to 100, or a string of one), or None.
+
+    Below 1 every port passes (-5 passes a dead link), above 100 none does: both are typos, never a threshold.
+    """
+    try:
+        number = None if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 1 <= number <= 100:  # NaN is not between either
+        return 'must be a percentage between 1 and 100, got %r' % (value,)
+    return None
+
+
 def line_rate_result(output, rate_gbps, min_pct, rc=0):
     """One test's record: bandwidth, share of ``rate_gbps`` (the port's line rate) and verdict.
 
     ``{ok, average_gbps, peak_gbps, bytes, line_rate_gbps, line_rate_pct, problem, failures}`` and, read from the
     output: ``unit`` (the header's), ``numbers_unit``, ``unit_mismatch``, ``msg_rate_mpps``, ``device``,
     ``link_type``, ``qps``, ``bidirectional`` and ``directions``. A bidirectional run (``-b``) reports both
-    directions summed, so it is judged against twice the line rate.
+    directions summed, so it is judged against twice the line rate. ``min_pct`` outside 1..100 is a ValueError.
     """
+    problem = percentage_problem(min_pct)
+    if problem:
+        raise ValueError('the share of the line rate to pass at (min_line_rate_pct) %s' % problem)
     parsed = parse_bw(output)
     failures = explain_failure(output)
     record = {'ok': False, 'average_gbps': None, 'peak_gbps': None, 'line_rate_gbps': rate_gbps,
@@ -466,7 +483,8 @@ def _natural(name):
 
 
 class RailError(ValueError):
-    """A fabric's ``validation.rails`` that cannot be used on a node; the message names the entry and the node."""
+    """A fabric's ``validation.rails`` that cannot be used on a node (the message names the entry and the node), or
+    a ``validation`` setting that cannot be used at all (the message names the group)."""
 
 
 def _is_vf(port, virtual_functions):
@@ -563,6 +581,15 @@ def _pair(group, rail, server, server_port, client, client_port, line_rate, max_
             'max_latency_usec': float(max_latency) if max_latency not in (None, '') else None}
 
 
+def _min_line_rate_pct(validation, group):
+    """A group's ``validation.min_line_rate_pct`` (None when it sets none), checked."""
+    value = validation.get('min_line_rate_pct')
+    problem = None if value is None else percentage_problem(value)
+    if problem:
+        raise RailError('group %s: validation.min_line_rate_pct %s' % (group, problem))
+    return value
+
+
 def ring_pairs(fabric_groups, ports_by_host, options=None):
     """Cross-node perftest pairs from the inventory: per GPU group and per rail, a ring over the group's nodes that
     have the rail (node i's client against node i+1's server, the last against the first; two nodes make one pair).
@@ -598,7 +625,7 @@ def ring_pairs(fabric_groups, ports_by_host, options=None):
                      else validation.get('max_latency_usec'))
         if item.get('address'):
             pair['address'] = item['address']
-        pair['min_line_rate_pct'] = validation.get('min_line_rate_pct')
+        pair['min_line_rate_pct'] = _min_line_rate_pct(validation, group)
         pair['rail_name'] = None
         pairs.append(pair)
     listed = set((p['client'], p['server'], p['device']) for p in pairs)
@@ -627,7 +654,7 @@ def ring_pairs(fabric_groups, ports_by_host, options=None):
                              options.get('line_rate_gbps') or fabric.get('line_rate_gbps'),
                              options.get('max_latency_usec') if options.get('max_latency_usec') not in (None, '')
                              else validation.get('max_latency_usec'))
-                pair['min_line_rate_pct'] = validation.get('min_line_rate_pct')
+                pair['min_line_rate_pct'] = _min_line_rate_pct(validation, name)
                 pair['rail_name'] = _rail_name(validation.get('rails'), rail, node[server][rail], node[client][rail])
                 if (pair['client'], pair['server'], pair['device']) not in listed:
                     group_pairs.append(pair)

@@ -15,7 +15,7 @@ import re
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     HostReadError,
     decode_text,
-    describe_os_error,
+    list_dir,
     printable,
     read_bytes,
 )
@@ -197,9 +197,9 @@ def persisted_option(modprobe_dir, module, option, warn=None):
         raise DriverError('modprobe_dir %s is not a directory; point it at the modprobe configuration directory '
                           '(/etc/modprobe.d)' % modprobe_dir)
     try:
-        names = sorted(os.listdir(modprobe_dir))
-    except OSError as exc:
-        raise DriverError('modprobe_dir %s' % describe_os_error(exc, modprobe_dir))
+        names = list_dir(modprobe_dir)
+    except HostReadError as exc:
+        raise DriverError('modprobe_dir: %s' % exc)
     value = found_in = None
     for name in names:
         if name.startswith('.') or not name.endswith(_MODPROBE_SUFFIXES):
@@ -259,9 +259,9 @@ def nvidia_driver(sysfs_root, installed, driver_root):
     operator_root = bool(driver_root) and os.path.isdir(driver_root)
     if operator_root:
         try:
-            operator_root = len(os.listdir(driver_root)) > 0
-        except OSError:
-            operator_root = False
+            operator_root = len(list_dir(driver_root)) > 0
+        except HostReadError as exc:
+            raise DriverError('%s; the GPU Operator\'s driver root decides where the NVIDIA driver comes from' % exc)
     if operator_root:
         source = 'gpu_operator'
     elif installed['installed'] or loaded['loaded']:
@@ -273,12 +273,20 @@ def nvidia_driver(sysfs_root, installed, driver_root):
                 gpu_operator_root=driver_root if operator_root else None)
 
 
+def _listed(path):
+    """list_dir for the driver readers: a directory that cannot be listed is a DriverError naming it."""
+    try:
+        return list_dir(path)
+    except HostReadError as exc:
+        raise DriverError(str(exc))
+
+
 def memory_peers(sysfs_root):
     """Peer-memory clients registered with the OFED core (``/sys/kernel/mm/memory_peers/NAME/version``)."""
     base = os.path.join(sysfs_root, 'kernel', 'mm', 'memory_peers')
     peers = {}
     if os.path.isdir(base):
-        for name in sorted(os.listdir(base)):
+        for name in _listed(base):
             if os.path.isdir(os.path.join(base, name)):
                 peers[printable(name, 80)] = _read_sysfs_value(os.path.join(base, name, 'version'))
     return peers
@@ -318,7 +326,7 @@ def kernels_with_ofed(modules_root, warn=None):
     kernels = []
     if not os.path.isdir(modules_root):
         return kernels
-    for kernel in sorted(os.listdir(modules_root)):
+    for kernel in _listed(modules_root):
         if not os.path.isdir(os.path.join(modules_root, kernel)):
             continue
         try:

@@ -26,8 +26,10 @@ import re
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     HostReadError,
     decode_text,
+    list_dir,
     printable,
     read_bytes,
+    read_link,
 )
 
 PCI_ADDRESS_RE = re.compile(r'^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$')
@@ -358,13 +360,22 @@ class SysfsReader(object):
     def has_rdma_class(self):
         return os.path.isdir(self.class_ib)
 
+    @staticmethod
+    def _list(directory):
+        """The entries of a sysfs directory ([] when it is absent); one that cannot be listed is a parse error naming
+        it, never an empty directory (a port or a GID table would silently vanish)."""
+        try:
+            return list_dir(directory)
+        except HostReadError as exc:
+            raise RdmaParseError('%s; read sysfs as root' % exc, '')
+
     def read(self):
         """Return ``(ports, devices)`` lists, sorted by device then port."""
         if not self.has_rdma_class():
             return [], []
         ports = []
         details = {}
-        for device in sorted(os.listdir(self.class_ib), key=_natural_key):
+        for device in sorted(self._list(self.class_ib), key=_natural_key):
             check_device_name(device, self.class_ib)
             device_dir = os.path.join(self.class_ib, device)
             pci_address = self._pci_address(device_dir)
@@ -373,7 +384,7 @@ class SysfsReader(object):
             ports_dir = os.path.join(device_dir, 'ports')
             if not os.path.isdir(ports_dir):
                 continue
-            for port_name in os.listdir(ports_dir):
+            for port_name in self._list(ports_dir):
                 if not _is_number(port_name):
                     continue
                 ports.append(self._port(device, int(port_name), os.path.join(ports_dir, port_name),
@@ -397,9 +408,10 @@ class SysfsReader(object):
             record['virtual_function'] = os.path.lexists(physfn)
             if record['virtual_function']:
                 try:
-                    record['physical_function'] = normalize_pci_address(os.path.basename(os.readlink(physfn)))
-                except OSError:
-                    record['physical_function'] = None
+                    target = read_link(physfn)
+                except HostReadError:
+                    target = None
+                record['physical_function'] = normalize_pci_address(os.path.basename(target)) if target else None
         record['sriov_numvfs'] = self._count(function_dir, 'sriov_numvfs')
         record['sriov_totalvfs'] = self._count(function_dir, 'sriov_totalvfs')
         return record
@@ -423,16 +435,25 @@ class SysfsReader(object):
             raise RdmaParseError('unexpected %s value %r in %s' % (name, printable(value, 80), directory), value)
         return int(value)
 
+    def _parsed(self, port_dir, name, parse):
+        """``parse`` of the attribute ``name``; a value it refuses is reported with the file it came from (on a host
+        with many ports, "unexpected phys_state" alone cannot be acted on)."""
+        text = self._read(port_dir, name)
+        try:
+            return parse(text)
+        except RdmaParseError as exc:
+            raise RdmaParseError('%s: %s' % (os.path.join(port_dir, name), exc), exc.line)
+
     def _port(self, device, number, port_dir, pci_address, netdevs_by_port):
         record = empty_port(device, number, 'sysfs')
         record['pci_address'] = pci_address
-        record['state'] = parse_state(self._read(port_dir, 'state'), 'state')
-        record['physical_state'] = parse_state(self._read(port_dir, 'phys_state'), 'phys_state')
+        record['state'] = self._parsed(port_dir, 'state', lambda text: parse_state(text, 'state'))
+        record['physical_state'] = self._parsed(port_dir, 'phys_state', lambda text: parse_state(text, 'phys_state'))
         record['rate'] = self._read(port_dir, 'rate')
-        record['rate_gbps'] = parse_rate(record['rate'])
-        record['link_layer'] = parse_link_layer(self._read(port_dir, 'link_layer'))
-        record['lid'] = parse_lid(self._read(port_dir, 'lid'))
-        record['sm_lid'] = parse_lid(self._read(port_dir, 'sm_lid'))
+        record['rate_gbps'] = self._parsed(port_dir, 'rate', parse_rate)
+        record['link_layer'] = self._parsed(port_dir, 'link_layer', parse_link_layer)
+        record['lid'] = self._parsed(port_dir, 'lid', parse_lid)
+        record['sm_lid'] = self._parsed(port_dir, 'sm_lid', parse_lid)
         netdev = None
         if record['link_layer'] == 'Ethernet':
             # A RoCE port's netdev is the one its GIDs are bound to; for a LAG
@@ -454,10 +475,7 @@ class SysfsReader(object):
         are None. The table keeps its gaps (an address removed from a netdev empties its entries).
         """
         gids_dir = os.path.join(port_dir, 'gids')
-        try:
-            names = os.listdir(gids_dir)
-        except OSError:
-            return []
+        names = self._list(gids_dir)
         table = []
         for index in sorted((int(name) for name in names if _is_number(name))):
             gid = self._read(gids_dir, str(index))
@@ -497,7 +515,7 @@ class SysfsReader(object):
         result = {}
         if not os.path.isdir(net_dir):
             return result
-        for netdev in sorted(os.listdir(net_dir), key=_natural_key):
+        for netdev in sorted(self._list(net_dir), key=_natural_key):
             check_netdev_name(netdev, net_dir)
             netdev_dir = os.path.join(net_dir, netdev)
             index = 0
@@ -517,7 +535,7 @@ class SysfsReader(object):
         ndevs_dir = os.path.join(port_dir, 'gid_attrs', 'ndevs')
         if not os.path.isdir(ndevs_dir):
             return None
-        for index in sorted((n for n in os.listdir(ndevs_dir) if _is_number(n)), key=int):
+        for index in sorted((n for n in self._list(ndevs_dir) if _is_number(n)), key=int):
             value = self._read(ndevs_dir, index)
             if value:
                 return check_netdev_name(value, os.path.join(ndevs_dir, index))

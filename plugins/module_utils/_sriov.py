@@ -19,7 +19,8 @@ what a write to ``<PF>/sriov_numvfs`` does:
 
 This module reads a PF and its VFs (``virtfnN`` links), plans what a wanted count takes - nothing, a creation on a
 PF without VFs, or a change that destroys the VFs first - and explains the kernel's refusals. Writes go to the
-attribute itself, once, without creating or truncating anything: sysfs has no temporary file to rename.
+attribute itself, once, through ``write_attribute`` (truncating, never creating: sysfs has no temporary file to
+rename, and a file-backed tree must not keep the tail of a longer old value).
 
 Free of Ansible imports.
 """
@@ -32,9 +33,11 @@ import re
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     HostReadError,
-    decode_text,
+    list_dir,
     printable,
-    read_bytes,
+    read_link,
+    read_value,
+    write_attribute,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
 
@@ -65,6 +68,8 @@ def firmware_number(value):
         return None if value is None else int(value)
     if isinstance(value, int):
         return value
+    if isinstance(value, (list, dict)):
+        return None
     match = _FIRMWARE_VALUE_RE.match(str(value))
     if not match:
         text = str(value).strip().lower()
@@ -84,17 +89,26 @@ class SysfsPci(object):
         self.devices = os.path.join(root, 'bus', 'pci', 'devices')
 
     # ------------------------------------------------------------------ reading
+    # A missing attribute, link or directory is an answer (no SR-IOV, no driver, no VF); one that exists and cannot be
+    # read (a directory where the attribute belongs, permission denied) is not, and fails naming the file.
     def _read(self, path):
         try:
-            return decode_text(read_bytes(path), path).strip()
-        except HostReadError:
-            return None
+            return read_value(path)
+        except HostReadError as exc:
+            raise SriovError('%s; point sysfs_root at the sysfs mount (on a host: run as root).' % exc)
 
     def _names(self, directory):
         try:
-            return sorted(os.listdir(directory))
-        except OSError:
-            return []
+            return list_dir(directory)
+        except HostReadError as exc:
+            raise SriovError('%s; point sysfs_root at the sysfs mount (on a host: run as root).' % exc)
+
+    def _link_name(self, path):
+        try:
+            target = read_link(path)
+        except HostReadError as exc:
+            raise SriovError('%s; point sysfs_root at the sysfs mount (on a host: run as root).' % exc)
+        return None if target is None else os.path.basename(target.rstrip('/'))
 
     def function_dir(self, pci):
         return os.path.join(self.devices, pci)
@@ -106,12 +120,6 @@ class SysfsPci(object):
         path = self.attribute(pci, name)
         text = self._read(path)
         return None if text is None else parse_count(text, path)
-
-    def _link_name(self, path):
-        try:
-            return os.path.basename(os.readlink(path).rstrip('/'))
-        except OSError:
-            return None
 
     def driver(self, pci):
         return self._link_name(os.path.join(self.function_dir(pci), 'driver'))
@@ -165,7 +173,11 @@ class SysfsPci(object):
                 if os.path.exists(os.path.join(self.devices, name, 'sriov_totalvfs'))]
 
     def describe(self, pci):
-        names = self.rdma_devices(pci) + self.netdevs(pci)
+        """``0000:0b:00.0 (mlx5_0, enp11s0f0np0)`` for messages; the bare address when its names cannot be read."""
+        try:
+            names = self.rdma_devices(pci) + self.netdevs(pci)
+        except SriovError:
+            names = []
         return '%s (%s)' % (pci, ', '.join(names)) if names else pci
 
     def describe_pfs(self):
@@ -203,20 +215,64 @@ class SysfsPci(object):
 
     # ------------------------------------------------------------------ writing
     def write(self, pci, name, value):
-        """Write ``value`` to the attribute as the kernel reads it: one write of the whole text; OSError as the
-        kernel answers. No O_CREAT, no O_TRUNC: the attribute exists, and sysfs refuses new files."""
-        path = self.attribute(pci, name)
-        data = ('%d\n' % value).encode('ascii')
-        handle = os.open(path, os.O_WRONLY)
-        try:
-            written = os.write(handle, data)
-        finally:
-            os.close(handle)
-        if written != len(data):
-            raise OSError(errno.EIO, 'short write of %d of %d bytes to %s' % (written, len(data), path))
+        """Write ``value`` to the attribute as the kernel reads it (``%d\\n`` in one write); OSError as the kernel
+        answers. No O_CREAT: the attribute exists, and sysfs refuses new files."""
+        write_attribute(self.attribute(pci, name), '%d\n' % value)
 
 
 # ---------------------------------------------------------------------- planning
+
+
+FIRMWARE_PARAMETERS = (('num_of_vfs', 'NUM_OF_VFS'), ('sriov_en', 'SRIOV_EN'))
+_FIRMWARE_SHAPE = ('{pci_address, values: {NUM_OF_VFS: {current, next_boot}, SRIOV_EN: {current, next_boot}}}, as '
+                   'the devices of the firmware stage\'s ledger detail (ansible_facts.gpunet_rdma_ledger.firmware.detail'
+                   '.devices) hold them')
+
+
+def _shape(value):
+    return 'a list' if isinstance(value, list) else 'a map' if isinstance(value, dict) else (
+        'a %s (%s)' % (type(value).__name__, printable(repr(value), 60)))
+
+
+def check_firmware(firmware):
+    """The problems of firmware records of another shape than ``firmware_limits`` reads, one sentence each.
+
+    Only what the module reads is checked (``pci_address``, ``values`` and its NUM_OF_VFS and SRIOV_EN entries); a
+    record of another shape would otherwise be skipped in silence, or end in a Python error.
+    """
+    problems = []
+    if firmware is None:
+        return problems
+    if not isinstance(firmware, list):
+        return ['firmware is %s, not a list of device records %s' % (_shape(firmware), _FIRMWARE_SHAPE)]
+    for index, device in enumerate(firmware):
+        where = 'firmware[%d]' % index
+        if not isinstance(device, dict):
+            problems.append('%s is %s, not a device record %s' % (where, _shape(device), _FIRMWARE_SHAPE))
+            continue
+        address = device.get('pci_address')
+        if address is not None and not isinstance(address, str):
+            problems.append('%s.pci_address is %s, not a PCI address such as 0000:0b:00.0' % (where, _shape(address)))
+        values = device.get('values')
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            problems.append('%s.values is %s, not a map of parameter name to {current, next_boot} %s'
+                            % (where, _shape(values), _FIRMWARE_SHAPE))
+            continue
+        for _key, name in FIRMWARE_PARAMETERS:
+            entry = values.get(name)
+            if entry is None:
+                continue
+            if not isinstance(entry, dict):
+                problems.append('%s.values.%s is %s, not {current, next_boot} (the Current and Next Boot columns of '
+                                'mlxconfig -e q)' % (where, name, _shape(entry)))
+                continue
+            for column in ('current', 'next_boot'):
+                if isinstance(entry.get(column), (list, dict)):
+                    problems.append('%s.values.%s.%s is %s, not a value as mlxconfig prints it (8, True(1))'
+                                    % (where, name, column, _shape(entry[column])))
+    return problems
 
 
 def firmware_limits(firmware, pci):
@@ -224,14 +280,15 @@ def firmware_limits(firmware, pci):
 
     ``firmware`` is the ``devices`` list of the firmware stage's ledger detail (role nic_firmware) or the same shape
     built from an mlxconfig query: ``{pci_address, values: {NAME: {current, next_boot}}}``. Values are what mlxconfig
-    prints (``8``, ``True(1)``); a missing parameter is None.
+    prints (``8``, ``True(1)``); a missing parameter is None. Records of another shape (see ``check_firmware``, which
+    the module runs first) are skipped, never a Python error.
     """
-    for device in firmware or []:
+    for device in firmware if isinstance(firmware, list) else []:
         if not isinstance(device, dict) or normalize_pci_address(device.get('pci_address')) != pci:
             continue
-        values = device.get('values') or {}
+        values = device.get('values') if isinstance(device.get('values'), dict) else {}
         result = {}
-        for key, name in (('num_of_vfs', 'NUM_OF_VFS'), ('sriov_en', 'SRIOV_EN')):
+        for key, name in FIRMWARE_PARAMETERS:
             entry = values.get(name)
             if not isinstance(entry, dict):
                 result[key] = None
@@ -280,6 +337,9 @@ def plan_pf(record, wanted, autoprobe=None, allow_change=False, create=True, fir
         raise SriovError('%s has no SR-IOV capability (no sriov_totalvfs): the running firmware has SR-IOV disabled, '
                          'or the card has none; %s.' % (name, _firmware_fix(wanted)))
     total, current = record['sriov_totalvfs'], record['sriov_numvfs']
+    if total is None:
+        raise SriovError('%s has no readable sriov_totalvfs (it went away while it was read?); point sysfs_root at '
+                         'the sysfs mount.' % name)
     if current is None:
         raise SriovError('%s has sriov_totalvfs but no readable sriov_numvfs; point sysfs_root at the sysfs mount.'
                          % name)

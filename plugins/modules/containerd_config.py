@@ -213,6 +213,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._atomic_file import (
     destination,
     update_attributes,
     write_files,
+    write_scratch,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
     HAS_TOMLKIT,
@@ -318,8 +319,7 @@ def validate(module, containerd, files, texts, runtimes, spec_path):
                 del document['imports']
             if index == 0 and len(copies) > 1:
                 document['imports'] = copies[1:]
-            with open(copies[index], 'w') as handle:
-                handle.write(tomlkit.dumps(document))
+            write_scratch(copies[index], tomlkit.dumps(document))
         rc, out, err = run_tool(module, [containerd, '--config', copies[0], 'config', 'dump'], what='containerd')
         if rc != 0:
             module.fail_json(msg='containerd rejects the new configuration (nothing was written): %s'

@@ -118,7 +118,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import (
     object_identity,
     validate_object,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import HostReadError, printable, read_text
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import HostReadError, list_dir, printable, read_text
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 
 try:
@@ -142,9 +142,9 @@ def crd_files(paths):
                                % path)
         if os.path.isdir(path):
             try:
-                names = sorted(os.listdir(path))
-            except OSError as exc:
-                raise CrdFileError('crd_paths: the directory %s cannot be listed: %s' % (path, exc.strerror or exc))
+                names = list_dir(path)
+            except HostReadError as exc:
+                raise CrdFileError('crd_paths: %s' % exc)
             files.extend((os.path.join(path, name), False) for name in names
                          if name.endswith(CRD_SUFFIXES) and not os.path.isdir(os.path.join(path, name)))
         else:

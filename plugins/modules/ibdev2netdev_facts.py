@@ -588,6 +588,8 @@ def read_management_path(module, params, sysfs_root):
     except ManagementPathError as exc:
         module.fail_json(msg='Cannot read the management path: %s. Check management_path.addresses and the kubelet '
                              'flag files, or report the iproute2 version.' % exc)
+    except HostReadError as exc:
+        module.fail_json(msg='Cannot read the management path: %s. Check sysfs_root and run the module as root.' % exc)
 
 
 def main():

@@ -60,8 +60,10 @@ options:
     description:
       - Instead of recording a stage, mark these actions as done in every stage (after a node's batch took them); a
         V(reboot) resolves every pending action. Mutually exclusive with O(stage).
+      - An action name other than these is refused (a typo would resolve nothing and leave the step pending).
     type: list
     elements: str
+    choices: [firmware_reset, driver_restart, netns_switch, runtime_restart, sriov_change, reboot]
   how:
     description: With O(resolve), what to note in each touched stage's C(detail.activated_by).
     type: str
@@ -78,6 +80,7 @@ options:
         description: The pending action to hold, one of the actions of O(pending).
         type: str
         required: true
+        choices: [firmware_reset, driver_restart, netns_switch, runtime_restart, sriov_change, reboot]
       reason:
         description: Why it is held (shown in the report).
         type: str
@@ -149,6 +152,8 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTION_NAMES
+
 
 def main():
     # The work is done by the action plugin on the controller; reaching the host means it was bypassed.
@@ -156,9 +161,10 @@ def main():
         stage=dict(type='str'), changed=dict(type='bool', default=False),
         pending=dict(type='list', elements='raw', default=[]), problems=dict(type='list', elements='str', default=[]),
         detail=dict(type='dict', default={}), status=dict(type='str', choices=['ok', 'changed', 'pending', 'failed', 'skipped']),
-        failed=dict(type='bool', default=False), resolve=dict(type='list', elements='str'), how=dict(type='str'),
+        failed=dict(type='bool', default=False), resolve=dict(type='list', elements='str', choices=list(ACTION_NAMES)),
+        how=dict(type='str'),
         hold=dict(type='list', elements='dict', options=dict(
-            action=dict(type='str', required=True),
+            action=dict(type='str', required=True, choices=list(ACTION_NAMES)),
             reason=dict(type='str')))),
         supports_check_mode=True)
     module.fail_json(msg='gpunet.rdma.ledger runs on the controller as an action plugin; it was sent to the host, '

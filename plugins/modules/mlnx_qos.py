@@ -16,6 +16,10 @@ description:
     Priority Flow Control (PFC) with O(trust) and O(pfc_priorities), and changes only what differs, in one call per
     port (C(mlnx_qos -i NETDEV --trust dscp --pfc 0,0,0,1,0,0,0,0)). The port is read again afterwards and the
     module fails when it does not show the wanted state. A second run changes nothing.
+  - Every port is read and planned before the first change. When a port then refuses a change (the tool fails,
+    the port does not read the wanted state, an ECN switch cannot be written), the changes already made on this
+    and the other ports are undone - trust and PFC set back to what C(mlnx_qos) showed before, ECN switches to
+    what they held before - and the failure message lists what was changed and undone.
   - Every layout C(mlnx_qos) printed since MLNX_OFED 4.2 is read (with or without C(DCBX mode), the dscp2prio
     mapping, C(default priority), receive buffer sizes with C(total_size) or C(max_buffer_size), the PFC buffer
     row); a line of no known form fails the module before anything is changed.
@@ -53,6 +57,8 @@ options:
     description:
       - Priorities whose ECN notification point and reaction point are enabled through sysfs. Omit to leave ECN
         alone.
+      - The module only enables ECN, it never disables it, so V([]) is refused rather than silently changing
+        nothing.
     type: list
     elements: int
   executable:
@@ -64,6 +70,7 @@ options:
     default: /sys
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpunet.rdma.tool_timeout
 attributes:
   check_mode:
     support: full
@@ -147,46 +154,62 @@ import os
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
+    HostReadError,
     find_tool,
+    list_dir,
     output_summary,
     printable,
+    read_value,
+    run_in_step,
     run_tool,
+    tool_timeout,
+    write_attribute,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._mlnx_qos import (
     MlnxQosError,
     check_priorities,
     ecn_dir,
+    ecn_enabled,
     parse,
     pfc_list,
+    pfc_priorities,
     plan,
     plan_ecn,
-    read_ecn,
+    read_ecn_files,
     render,
     summary,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule, Step
 
 _ARPHRD_INFINIBAND = '32'
 
 
 def check_interface(module, sysfs_root, name):
-    if not isinstance(name, str) or not name.strip() or '/' in name or name in ('.', '..'):
+    if not isinstance(name, str) or not name.strip() or '/' in name or '\x00' in name or name in ('.', '..'):
         module.fail_json(msg='interfaces: %r is not a network interface name; give the netdev of a RoCE port from '
                          'the rdma_ports facts (e.g. enp11s0f0np0).' % (name,))
     class_net = os.path.join(sysfs_root, 'class', 'net')
-    if not os.path.exists(os.path.join(class_net, name)):
-        known = sorted(os.listdir(class_net)) if os.path.isdir(class_net) else []
-        module.fail_json(msg='interfaces: %s is not a network interface of this host (interfaces: %s); take the '
-                         'netdevs from the rdma_ports facts instead of typing them.' % (name, ', '.join(known) or 'none'))
-    type_path = os.path.join(class_net, name, 'type')
     try:
-        with open(type_path) as handle:
-            kind = handle.read().strip()
-    except (IOError, OSError):
-        kind = None
+        if not os.path.exists(os.path.join(class_net, name)):
+            known = list_dir(class_net)
+            module.fail_json(msg='interfaces: %s is not a network interface of this host (interfaces: %s); take the '
+                             'netdevs from the rdma_ports facts instead of typing them.'
+                             % (name, ', '.join(known) or 'none'))
+        kind = read_value(os.path.join(class_net, name, 'type'))
+    except HostReadError as exc:
+        module.fail_json(msg='interfaces: cannot check %s: %s. Run the module as root on the node, with sysfs_root '
+                         'the mount point of sysfs (/sys). Nothing was changed.' % (name, exc))
     if kind == _ARPHRD_INFINIBAND:
         module.fail_json(msg='interfaces: %s is an InfiniBand interface; trust state, PFC and ECN are settings of '
                          'RoCE (Ethernet) ports only - select ports whose link_layer is Ethernet.' % name)
+
+
+def check_sysfs_root(module, sysfs_root):
+    class_net = os.path.join(sysfs_root, 'class', 'net')
+    if not os.path.isdir(class_net):
+        module.fail_json(msg='sysfs_root: %s is not a directory, so %s is not where sysfs is mounted; leave '
+                         'sysfs_root at /sys (or point it at a copy of the node\'s /sys). Nothing was changed.'
+                         % (class_net, sysfs_root))
 
 
 def query(module, executable, interface):
@@ -204,24 +227,108 @@ def query(module, executable, interface):
                          % (' '.join(argv), exc, printable(exc.line or '', 200)), stdout=printable(out))
 
 
-def ecn_state(module, sysfs_root, interface):
+def ecn_files(module, sysfs_root, interface):
     try:
-        return read_ecn(sysfs_root, interface)
+        return read_ecn_files(sysfs_root, interface)
     except MlnxQosError as exc:
         module.fail_json(msg='ECN of %s: %s. Nothing was changed.' % (interface, exc))
 
 
-def write_ecn(module, sysfs_root, interface, todo):
-    for direction, prio in todo:
-        path = os.path.join(ecn_dir(sysfs_root, interface, direction), str(prio))
+def qos_reads(state):
+    """``{trust, pfc_priorities}`` of a parsed state, the two settings this module changes."""
+    return {'trust': state.get('trust'), 'pfc_priorities': pfc_priorities(state['pfc'])}
+
+
+def set_qos(module, executable, interface, options, expected):
+    """``mlnx_qos -i IF OPTIONS``, then read the port again; the state read, RuntimeError unless it is ``expected``.
+
+    ``expected`` maps ``trust``/``pfc_priorities`` to the values the port must read afterwards.
+    """
+    argv = [executable, '-i', interface] + options
+    run_in_step(module, argv)[0]
+    state = parse(run_in_step(module, [executable, '-i', interface])[0])
+    reads = qos_reads(state)
+    missed = ['%s=%s' % (name, reads[name]) for name in sorted(expected) if reads[name] != expected[name]]
+    if missed:
+        raise RuntimeError('%s reported success, but %s still reads %s; check that no other tool (lldpad, DCBX '
+                           'from the switch) owns the port\'s QoS' % (' '.join(argv), interface, ', '.join(missed)))
+    return state
+
+
+def describe_changes(interface, changes):
+    """``trust pcp -> dscp and PFC priorities none -> 3 on enp11s0f0np0``, for the roll-back message."""
+    parts = []
+    if 'trust' in changes:
+        parts.append('trust %s -> %s' % (changes['trust']['before'], changes['trust']['after']))
+    if 'pfc_priorities' in changes:
+        parts.append('PFC priorities %s -> %s' % tuple(
+            ','.join(str(p) for p in changes['pfc_priorities'][key]) or 'none' for key in ('before', 'after')))
+    return '%s on %s' % (' and '.join(parts), interface)
+
+
+def qos_step(module, executable, entry):
+    """The Step that sets trust and PFC of one port, with an undo that sets back what was read before."""
+    interface, changes = entry['interface'], entry['changes']
+    wanted = dict((name, change['after']) for name, change in changes.items())
+    before = dict((name, change['before']) for name, change in changes.items())
+    restore = []
+    if 'trust' in changes:
+        restore += ['--trust', before['trust']]
+    if 'pfc_priorities' in changes:
+        restore += ['--pfc', pfc_list(before['pfc_priorities'])]
+    what = describe_changes(interface, changes)
+
+    def undo():
+        if before.get('trust') not in (None, 'pcp', 'dscp'):
+            raise RuntimeError('mlnx_qos can set trust pcp or dscp only, not %s' % before['trust'])
+        set_qos(module, executable, interface, restore, before)
+
+    def put_back():
+        """After a failed call, which may have changed part of the port (mlnx_qos sets PFC before it looks at
+        --trust): what became of the port, as a sentence. It is set back only when it no longer reads as before."""
         try:
-            with open(path, 'w') as handle:
-                handle.write('1')
-        except (IOError, OSError) as exc:
-            module.fail_json(msg='Cannot enable ECN %s priority %d of %s: writing 1 to %s failed (%s). Enabled before '
-                             'the failure: %s.' % (direction, prio, interface, path, exc.strerror or exc,
-                                                   ', '.join('%s/%d' % item for item in todo[:todo.index((direction, prio))])
-                                                   or 'nothing'))
+            reads = qos_reads(parse(run_in_step(module, [executable, '-i', interface])[0]))
+            if all(reads[name] == before[name] for name in before):
+                return '%s still reads as before' % interface
+            undo()
+            return '%s was put back as it was' % interface
+        except (RuntimeError, ValueError) as exc:
+            return 'putting %s back failed too, check it by hand: %s' % (interface, exc)
+
+    def apply():
+        try:
+            entry['after'] = set_qos(module, executable, interface, entry['options'], wanted)
+        except (RuntimeError, ValueError) as exc:
+            raise RuntimeError('%s (%s)' % (exc, put_back()))
+
+    return Step(what, apply, undo)
+
+
+def ecn_step(sysfs_root, interface, direction, prio, text_before):
+    """The Step that enables ECN of one priority in one role, with an undo that writes back what was read."""
+    path = os.path.join(ecn_dir(sysfs_root, interface, direction), str(prio))
+
+    def undo():
+        write_attribute(path, text_before)
+
+    def apply():
+        try:
+            write_attribute(path, '1')
+            value = read_value(path)
+        except (HostReadError, OSError) as exc:
+            problem = str(exc) if isinstance(exc, HostReadError) else 'writing 1 to %s failed: %s' % (
+                path, exc.strerror or exc)
+            try:
+                undo()
+            except OSError:
+                pass  # the write never got through (the usual case): there is nothing to put back
+            raise RuntimeError('%s; run the module as root on the node, with a driver that has the ECN tree' % problem)
+        if value != '1':
+            undo()
+            raise RuntimeError('%s reads %r after 1 was written to it: the driver refuses ECN on priority %d'
+                               % (path, printable(value, 40), prio))
+
+    return Step('ECN %s priority %d on %s' % (direction, prio, interface), apply, undo)
 
 
 def prepare(module, executable, interface, wanted):
@@ -232,56 +339,55 @@ def prepare(module, executable, interface, wanted):
         changes, options = plan(state, wanted['trust'], wanted['pfc'])
     except MlnxQosError as exc:
         module.fail_json(msg='%s: %s. Nothing was changed.' % (interface, exc), before=summary(state))
-    ecn_before = ecn_state(module, sysfs_root, interface) if wanted['ecn'] is not None else None
+    files = ecn_files(module, sysfs_root, interface) if wanted['ecn'] is not None else None
+    ecn_before = ecn_enabled(files) if files is not None else None
     todo = plan_ecn(ecn_before, wanted['ecn']) if ecn_before is not None else []
     return dict(interface=interface, state=state, changes=changes, options=options, ecn_before=ecn_before,
-                todo=todo)
+                ecn_files=files, todo=todo, after=None)
 
 
-def configure(module, executable, prepared, wanted):
+def steps_of(module, executable, entry):
+    """The changes of one port, in the order they are made: trust and PFC in one call, then each ECN switch."""
     sysfs_root = module.params['sysfs_root']
-    interface, state, changes, options = (prepared['interface'], prepared['state'], prepared['changes'],
-                                          prepared['options'])
-    ecn_before, todo = prepared['ecn_before'], prepared['todo']
+    steps = [qos_step(module, executable, entry)] if entry['options'] else []
+    for direction, prio in entry['todo']:
+        steps.append(ecn_step(sysfs_root, entry['interface'], direction, prio, entry['ecn_files'][(direction, prio)]))
+    return steps
+
+
+def predicted(state, changes):
+    """The state a port reads after ``changes`` (check mode)."""
+    after = dict(state)
+    if 'trust' in changes:
+        after['trust'] = changes['trust']['after']
+    if 'pfc_priorities' in changes:
+        after['pfc'] = [int(flag) for flag in pfc_list(changes['pfc_priorities']['after']).split(',')]
+    return after
+
+
+def warnings_of(module, entry, wanted):
+    """What the user should know about one port whatever the run's outcome (given before the first change)."""
+    interface, state = entry['interface'], entry['state']
     warnings = ['%s: mlnx_qos warns: %s' % (interface, text) for text in state['warnings']]
-    if state.get('dcbx') == 'Firmware controlled' and (changes or wanted['pfc'] is not None):
+    if state.get('dcbx') == 'Firmware controlled' and (entry['changes'] or wanted['pfc'] is not None):
         warnings.append('%s: DCBX is firmware controlled, so a switch advertising DCBX may change PFC again; '
                         'set DCBX to OS controlled (mlnx_qos -d os) or configure the switch alike.' % interface)
-    if wanted['ecn'] is not None and ecn_before is None:
-        tree = os.path.dirname(ecn_dir(sysfs_root, interface, 'roce_np'))
+    if wanted['ecn'] is not None and entry['ecn_before'] is None:
+        tree = os.path.dirname(ecn_dir(module.params['sysfs_root'], interface, 'roce_np'))
         warnings.append('%s: the driver has no ECN tree (%s); the firmware parameter ROCE_CC_PRIO_MASK_P1 decides '
                         'which priorities have ECN.' % (interface, tree))
-    after = state
-    if options and not module.check_mode:
-        argv = [executable, '-i', interface] + options
-        rc, out, err = run_tool(module, argv, what='mlnx_qos')
-        if rc != 0:
-            module.fail_json(msg='%s failed (rc=%d): %s.' % (' '.join(argv), rc, output_summary(out, err)),
-                             rc=rc, stdout=printable(out), stderr=printable(err), before=summary(state))
-        after = query(module, executable, interface)
-        missed = [name for name, change in changes.items()
-                  if (after['trust'] if name == 'trust' else summary(after)['pfc_priorities']) != change['after']]
-        if missed:
-            module.fail_json(msg='%s reported success, but %s still reads %s. Check that no other tool (lldpad, '
-                             'DCBX from the switch) owns the port\'s QoS.' % (
-                                 ' '.join(argv), interface, ', '.join('%s=%s' % (
-                                     name, after['trust'] if name == 'trust' else summary(after)['pfc_priorities'])
-                                     for name in missed)),
-                             before=summary(state), after=summary(after))
-    elif options:
-        after = dict(state)
-        if 'trust' in changes:
-            after['trust'] = changes['trust']['after']
-        if 'pfc_priorities' in changes:
-            after['pfc'] = [int(flag) for flag in pfc_list(changes['pfc_priorities']['after']).split(',')]
-    ecn_after = ecn_before
-    if todo:
-        if not module.check_mode:
-            write_ecn(module, sysfs_root, interface, todo)
-            ecn_after = ecn_state(module, sysfs_root, interface)
-        else:
-            ecn_after = dict((direction, sorted(set(ecn_before[direction]) | set(
-                prio for d, prio in todo if d == direction))) for direction in ecn_before)
+    return warnings
+
+
+def report(module, entry, wanted):
+    """The result of one port after the run (or as the run would leave it in check mode)."""
+    interface, state, changes = entry['interface'], entry['state'], entry['changes']
+    ecn_before, todo = entry['ecn_before'], entry['todo']
+    after = entry['after'] or (predicted(state, changes) if changes else state)
+    # every ECN write was read back by its step, so the priorities enabled now are known without another read
+    ecn_after = None if ecn_before is None else dict(
+        (direction, sorted(set(ecn_before[direction]) | set(p for d, p in todo if d == direction)))
+        for direction in ecn_before)
     ecn = None
     if wanted['ecn'] is not None or ecn_before is not None:
         ecn = {'supported': ecn_before is not None, 'roce_np': (ecn_after or {}).get('roce_np'),
@@ -291,7 +397,7 @@ def configure(module, executable, prepared, wanted):
     if module._diff:
         result['diff'] = dict(before=render(state, ecn_before), after=render(after, ecn_after),
                               before_header='%s QoS' % interface, after_header='%s QoS' % interface)
-    return result, warnings
+    return result
 
 
 def main():
@@ -303,9 +409,11 @@ def main():
             ecn_priorities=dict(type='list', elements='int'),
             executable=dict(type='path'),
             sysfs_root=dict(type='path', default='/sys'),
+            timeout=dict(type='int', default=300),
         ),
         supports_check_mode=True,
     )
+    tool_timeout(module)
     interfaces = module.params['interfaces']
     if not interfaces:
         module.fail_json(msg='interfaces is empty: give the netdevs of the RoCE ports (rdma_ports facts with '
@@ -315,24 +423,31 @@ def main():
         module.fail_json(msg='interfaces: %s given twice; give each interface once.' % ', '.join(twice))
     wanted = {'trust': module.params['trust'], 'pfc': module.params['pfc_priorities'],
               'ecn': module.params['ecn_priorities']}
+    if wanted['ecn'] == []:
+        # unlike pfc_priorities, where [] turns PFC off, this module never disables ECN: [] would silently do nothing
+        module.fail_json(msg='ecn_priorities is empty: this module only enables ECN and never disables it, so [] '
+                         'changes nothing. Give the priorities to enable (e.g. [3]), or leave ecn_priorities unset.')
     for option in ('pfc', 'ecn'):
         if wanted[option] is not None:
             try:
                 wanted[option] = check_priorities(wanted[option], '%s_priorities' % option)
             except MlnxQosError as exc:
                 module.fail_json(msg=str(exc))
+    check_sysfs_root(module, module.params['sysfs_root'])
     for name in interfaces:
         check_interface(module, module.params['sysfs_root'], name)
     executable = find_tool(module, 'mlnx_qos', explicit=module.params['executable'], option='executable',
                            opt_dirs=list(SBIN_DIRS),
                            hint='Install MLNX_OFED / DOCA-OFED or the mlnx-tools package, or set executable.')
+    # every port is read and planned before the first change; the changes are then made as one, so a port that
+    # refuses undoes the ports changed before it
     prepared = [prepare(module, executable, name, wanted) for name in interfaces]
-    results = []
     for entry in prepared:
-        result, warnings = configure(module, executable, entry, wanted)
-        for warning in warnings:
+        for warning in warnings_of(module, entry, wanted):
             module.warn(warning)
-        results.append(result)
+    if not module.check_mode:
+        module.apply_steps([step for entry in prepared for step in steps_of(module, executable, entry)])
+    results = [report(module, entry, wanted) for entry in prepared]
     diffs = [result.pop('diff') for result in results if 'diff' in result]
     output = dict(changed=any(result['changed'] for result in results), results=results, executable=executable)
     if diffs:

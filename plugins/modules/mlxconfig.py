@@ -83,6 +83,7 @@ options:
     default: /sys
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpunet.rdma.tool_timeout
 attributes:
   check_mode:
     support: full
@@ -93,7 +94,9 @@ attributes:
   platform:
     platforms: posix
 notes:
-  - Commands run as argument lists with C(LC_ALL=C).
+  - Commands run as argument lists with C(LC_ALL=C), each under O(timeout) (mlxconfig and mstconfig wait for ever on
+    an adapter whose firmware does not answer). A C(set) call that is stopped fails the module naming the device and
+    what was set on the devices before it; the device itself is not queried again then (it would hang as well).
   - The plain query layout (tools without C(-e)) has no Current column; RV(pending) then lists only what this run set.
 requirements:
   - C(mlxconfig) (NVIDIA MFT) or C(mstconfig) (mstflint) on the host.
@@ -286,10 +289,13 @@ import os
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
+    HostReadError,
     find_tool,
+    list_dir,
     output_summary,
     printable,
     run_tool,
+    tool_timeout,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import (
     MlxconfigError,
@@ -334,9 +340,13 @@ def resolve_device(module, device, sysfs_root):
     class_ib = os.path.join(sysfs_root, 'class', 'infiniband')
     link = os.path.join(class_ib, device, 'device')
     if '/' in device or device in ('.', '..') or not os.path.exists(link):
-        known = sorted(os.listdir(class_ib)) if os.path.isdir(class_ib) else []
+        try:
+            known = [printable(name, 80) for name in list_dir(class_ib)]
+        except HostReadError as exc:
+            module.fail_json(msg='Cannot read sysfs: %s. Point sysfs_root at the sysfs mount (/sys), and run as root.'
+                             % exc)
         module.fail_json(msg='Device not found: %s is not a PCI address, an MST device path or an RDMA device of '
-                         'this host (RDMA devices: %s).' % (device, ', '.join(known) or 'none'))
+                         'this host (RDMA devices: %s).' % (printable(device, 80), ', '.join(known) or 'none'))
     pci = normalize_pci_address(os.path.basename(os.path.realpath(link)))
     if pci is None:
         module.fail_json(msg='RDMA device %s is not a PCI device; mlxconfig configures ConnectX PCI functions only.'
@@ -475,12 +485,19 @@ def configure(module, executable, prepared, wanted, done_before):
             after = apply_changes(config, changes)
         else:
             argv = [executable, '-d', device, '-y', 'set'] + prepared['set_args']
-            rc, out, err = run_tool(module, argv, what=os.path.basename(executable))
+            rc, out, err = run_tool(module, argv, what=os.path.basename(executable), stop_ok=True)
+            set_before = '; '.join('%s %s' % (result['device'], ', '.join(sorted(result['changes'])))
+                                   for result in done_before if result['changes']) or 'nothing'
+            if rc is None:
+                module.fail_json(msg='%s did not finish within %d seconds and was stopped: the adapter\'s firmware '
+                                 'does not answer, or another tool holds it. What it set on %s is unknown: query it '
+                                 '(%s -d %s -e q) once it answers, before running again (a firmware reset or reboot '
+                                 'may be needed). Set on the devices before it: %s.'
+                                 % (' '.join(argv), tool_timeout(module), device, executable, device, set_before),
+                                 changes={}, device=device, executable=executable)
             if rc != 0:
                 if done_before:
-                    module.warn('Set before %s failed: %s.' % (device, '; '.join(
-                        '%s %s' % (result['device'], ', '.join(sorted(result['changes'])))
-                        for result in done_before if result['changes']) or 'nothing'))
+                    module.warn('Set before %s failed: %s.' % (device, set_before))
                 report_failed_set(module, executable, device, argv, rc, out, err, prepared['layout_flag'], config,
                                   changes, wanted)
             after = read_config(module, executable, device, wanted, layouts=(prepared['layout_flag'],))[1]['params']
@@ -526,11 +543,13 @@ def main():
             params=dict(type='dict'),
             executable=dict(type='path'),
             sysfs_root=dict(type='path', default='/sys'),
+            timeout=dict(type='int', default=300),
         ),
         mutually_exclusive=[('device', 'devices')],
         required_one_of=[('device', 'devices')],
         supports_check_mode=True,
     )
+    tool_timeout(module)  # a timeout below 1 s is refused before any tool runs
     wanted = module.params['params'] or {}
     requested = module.params['devices'] if module.params['devices'] is not None else [module.params['device']]
     if module.params['devices'] is not None:

@@ -68,6 +68,7 @@ options:
     default: /sys
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpunet.rdma.tool_timeout
 attributes:
   check_mode:
     support: full
@@ -78,7 +79,8 @@ attributes:
   platform:
     platforms: posix
 notes:
-  - Commands run as argument lists with C(LC_ALL=C).
+  - Commands run as argument lists with C(LC_ALL=C), each under O(timeout). A burn that is stopped by the timeout
+    fails the module naming the device, what was burned before it and the query to run before trying again.
   - A drifting device is reported, not failed; the firmware stage of the P(gpunet.rdma.nic_firmware#role) role records
     it as a problem and the fleet report lists it.
 requirements:
@@ -247,10 +249,13 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._fw_query import (
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
+    HostReadError,
     find_tool,
+    list_dir,
     output_summary,
     printable,
     run_tool,
+    tool_timeout,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import adapter_of
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
@@ -289,13 +294,13 @@ def resolve(module, requested, sysfs_root):
         pci_devices = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
         if os.path.isdir(pci_devices) and not os.path.exists(os.path.join(pci_devices, pci)):
             module.fail_json(msg='devices: there is no PCI function %s on this host (see `lspci -D -d 15b3:`).' % pci)
-        return pci, pci, rdma_name(sysfs_root, pci)
+        return pci, pci, rdma_name(module, sysfs_root, pci)
     class_ib = os.path.join(sysfs_root, 'class', 'infiniband')
     link = os.path.join(class_ib, requested, 'device')
     if '/' in requested or requested in ('.', '..') or not os.path.exists(link):
-        known = sorted(os.listdir(class_ib)) if os.path.isdir(class_ib) else []
+        known = sysfs_names(module, class_ib)
         module.fail_json(msg='devices: %s is not a PCI address, an MST device path or an RDMA device of this host '
-                         '(RDMA devices: %s).' % (requested, ', '.join(known) or 'none'))
+                         '(RDMA devices: %s).' % (printable(requested, 80), ', '.join(known) or 'none'))
     pci = normalize_pci_address(os.path.basename(os.path.realpath(link)))
     if pci is None:
         module.fail_json(msg='devices: %s is not a PCI device; firmware is burned on ConnectX PCI functions only.'
@@ -303,9 +308,18 @@ def resolve(module, requested, sysfs_root):
     return pci, pci, requested
 
 
-def rdma_name(sysfs_root, pci):
-    ib_dir = os.path.join(sysfs_root, 'bus', 'pci', 'devices', pci, 'infiniband')
-    names = sorted(os.listdir(ib_dir)) if os.path.isdir(ib_dir) else []
+def sysfs_names(module, directory):
+    """The entries of a sysfs directory (none when it does not exist), printable; fails naming it when unlistable."""
+    try:
+        return [printable(name, 80) for name in list_dir(directory)]
+    except HostReadError as exc:
+        module.fail_json(msg='Cannot read sysfs: %s. Point sysfs_root at the sysfs mount (/sys), and run as root.'
+                         % exc)
+    return []
+
+
+def rdma_name(module, sysfs_root, pci):
+    names = sysfs_names(module, os.path.join(sysfs_root, 'bus', 'pci', 'devices', pci, 'infiniband'))
     return names[0] if names else None
 
 
@@ -359,11 +373,14 @@ def burn(module, executable, family, target, image, done_before):
         argv = [executable, '-d', target, '-i', image, '-u', '-f', '-y']
     else:
         argv = [executable, '-d', target, '-i', image, '-y', 'burn']
-    rc, out, err = run_tool(module, argv, what=os.path.basename(executable))
+    rc, out, err = run_tool(module, argv, what=os.path.basename(executable), stop_ok=True)
     if rc != 0:
-        module.fail_json(msg='%s failed (rc=%d): %s. Burned before this device: %s. The firmware on flash of %s is '
-                         'unknown now: query it (%s) before running again.'
-                         % (' '.join(argv), rc, output_summary(out, err), ', '.join(done_before) or 'nothing',
+        # A burn stopped by the timeout is a failed burn too: the flash may hold part of the image.
+        failure = ('did not finish within %d seconds and was stopped (raise timeout if burns are that slow here)'
+                   % tool_timeout(module) if rc is None else 'failed (rc=%d): %s' % (rc, output_summary(out, err)))
+        module.fail_json(msg='%s %s. Burned before this device: %s. The firmware on flash of %s is unknown now: '
+                         'query it (%s) before running again.'
+                         % (' '.join(argv), failure, ', '.join(done_before) or 'nothing',
                             target, '%s -d %s %s' % (executable, target, '--query' if family == 'mlxfwmanager'
                                                      else 'q')),
                          rc=rc, stdout=printable(out), stderr=printable(err), burned=done_before)
@@ -383,10 +400,12 @@ def main():
             expected_version=dict(type='raw'),
             expected_psid=dict(type='raw'),
             sysfs_root=dict(type='path', default='/sys'),
+            timeout=dict(type='int', default=300),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    tool_timeout(module)  # a timeout below 1 s is refused before any tool runs
     try:
         expectation = normalize_expectation(params['expected_version'], params['expected_psid'], where='expected')
     except FwQueryError as exc:

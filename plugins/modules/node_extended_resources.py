@@ -443,12 +443,17 @@ class Cluster(object):
 
     def node(self, name):
         try:
-            return self.request('GET', '/api/v1/nodes/%s' % quote(name, safe=''), 'reading node %s' % name,
+            node = self.request('GET', '/api/v1/nodes/%s' % quote(name, safe=''), 'reading node %s' % name,
                                 'get on nodes')
         except LookupError:
             known = sorted(node_name(n) for n in self.nodes())
             raise ClusterError('Node %s does not exist in the cluster at %s (its nodes: %s). Fix nodes.'
                                % (name, self.server, ', '.join(known) or 'none'))
+        if not isinstance(node, dict):
+            raise ClusterError('The server at %s answered node %s with %s, not a Node object. It is not a Kubernetes '
+                               'API server, or a proxy is in the way: check host or the kubeconfig\'s server.'
+                               % (self.server, name, shape(node)))
+        return node
 
     def patch_status(self, name, patch, dry_run):
         params = dict(body=patch, content_type='application/json-patch+json')
@@ -463,6 +468,47 @@ def node_name(node):
     return str(metadata.get('name', '?'))
 
 
+def shape(value):
+    """``a list``, ``an object`` or ``a number (5)``, for messages about a field of another type."""
+    if isinstance(value, dict):
+        return 'an object'
+    if isinstance(value, list):
+        return 'a list'
+    kind = {bool: 'a boolean', int: 'a number', float: 'a number', str: 'a string'}.get(type(value), 'a value')
+    return '%s (%s)' % (kind, printable(json.dumps(value), 60))
+
+
+def node_status(node, server):
+    """A node's status with its capacity and allocatable maps; ClusterError naming the node and the field otherwise.
+
+    kube-apiserver validates both as maps of resource name to quantity, so a node of another shape did not come
+    from one as it is: a proxy, a mock or a mutating layer changed it, and patching JSON pointers into it would
+    remove something else or fail half way.
+    """
+    metadata = node.get('metadata')
+    name = metadata.get('name') if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        raise ClusterError('The server at %s answered a node without a metadata.name (%s); it is not a Kubernetes '
+                           'API server\'s Node: check host or the kubeconfig\'s server.'
+                           % (server, printable(json.dumps(node)[:200], 200)))
+    status = node.get('status')
+    if status is None:
+        return {}
+    if not isinstance(status, dict):
+        raise ClusterError('Node %s: status is %s, not an object, in the answer of the server at %s. A Kubernetes '
+                           'API server\'s Node has a status object: check host or the kubeconfig\'s server (a '
+                           'proxy or a mock in the way?).' % (name, shape(status), server))
+    for section in ('capacity', 'allocatable'):
+        value = status.get(section)
+        if value is not None and not isinstance(value, dict):
+            raise ClusterError('Node %s: status.%s is %s, not a map of resource name to quantity (such as '
+                               '{"nvidia.com/hostdev": "2"}), in the answer of the server at %s. kube-apiserver '
+                               'refuses such a node, so this is not its answer as it is: check host or the '
+                               'kubeconfig\'s server (a proxy or a mock in the way?).'
+                               % (name, section, shape(value), server))
+    return status
+
+
 def present(status, names):
     """The names of ``names`` that a node's status lists in capacity or allocatable."""
     found = []
@@ -475,10 +521,13 @@ def present(status, names):
 def clean(module, cluster):
     names = module.params['names']
     nodes = [cluster.node(name) for name in module.params['nodes']] if module.params['nodes'] else cluster.nodes()
+    # every node is checked before the first patch: a node of another shape stops the run with nothing patched
+    try:
+        statuses = [(node_name(node), node_status(node, cluster.server)) for node in nodes]
+    except ClusterError as exc:
+        raise ClusterError('%s Nothing was patched.' % exc)
     removed, patches, before, after = {}, {}, {}, {}
-    for node in nodes:
-        name = node_name(node)
-        status = node.get('status') if isinstance(node.get('status'), dict) else {}
+    for name, status in statuses:
         patch = stale_resource_patch(status, names)
         if not patch:
             continue
@@ -489,7 +538,10 @@ def clean(module, cluster):
                                % (name, cluster.server))
         except PatchRejected:
             # The resources changed since the node was read (its device plugin restarted): read it again, once.
-            status = cluster.node(name).get('status') or {}
+            try:
+                status = node_status(cluster.node(name), cluster.server)
+            except ClusterError as exc:
+                raise ClusterError('%s Patched before it: %s.' % (exc, ', '.join(sorted(patches)) or 'nothing'))
             patch = stale_resource_patch(status, names)
             if not patch:
                 continue

@@ -22,6 +22,9 @@ description:
     Mellanox/NVIDIA (C(0x15b3)), C(setpci) must print exactly one 16-bit value, the PCI Express capability must be
     version 1 or 2 of an Endpoint (C(CAP_EXP+2.w)), and Device Control must hold no reserved size encoding and read
     bit 15 as 0. Any doubt fails the module before the first write on any function.
+  - When a function then refuses the write (C(setpci) fails, or the register does not read the wanted size), the
+    functions already written are written back to the size read before, and the failure message lists what was
+    changed and undone.
   - The value lives in the running PCI configuration and is lost at reboot, at a firmware reset and at a Function
     Level Reset; the role P(gpunet.rdma.nic_tuning#role) writes it again at boot with a systemd unit.
 author:
@@ -47,6 +50,7 @@ options:
     default: /sys
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpunet.rdma.tool_timeout
 attributes:
   check_mode:
     support: full
@@ -120,15 +124,20 @@ import os
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
+    HostReadError,
     find_tool,
     output_summary,
     printable,
+    read_value,
+    run_in_step,
     run_tool,
+    tool_timeout,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule, Step
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
 from ansible_collections.gpunet.rdma.plugins.module_utils._setpci import (
     DEVCTL,
+    MAX_READ_REQUEST_SIZES,
     MRRS_MASK,
     PCIE_CAPS,
     SetpciError,
@@ -142,6 +151,18 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._setpci import (
 MELLANOX_VENDOR = '0x15b3'
 
 
+class RegisterChanged(RuntimeError):
+    """Device Control changed outside the size bits: the function is in an unknown state and is not written again."""
+
+
+def check_sysfs_root(module, sysfs_root):
+    devices_dir = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
+    if not os.path.isdir(devices_dir):
+        module.fail_json(msg='sysfs_root: %s is not a directory, so %s is not where sysfs is mounted; leave '
+                         'sysfs_root at /sys (or point it at a copy of the node\'s /sys). Nothing was written.'
+                         % (devices_dir, sysfs_root))
+
+
 def check_function(module, sysfs_root, given):
     address = normalize_pci_address(given) if isinstance(given, str) else None
     if address is None:
@@ -152,16 +173,20 @@ def check_function(module, sysfs_root, given):
         module.fail_json(msg='devices: there is no PCI function %s on this host (see `lspci -D -d 15b3:`); nothing '
                          'was written.' % address)
     try:
-        with open(os.path.join(function_dir, 'vendor')) as handle:
-            vendor = handle.read().strip().lower()
-        with open(os.path.join(function_dir, 'device')) as handle:
-            device_id = handle.read().strip().lower()
-    except (IOError, OSError) as exc:
-        module.fail_json(msg='Cannot read the vendor and device ID of %s (%s); nothing was written.'
-                         % (address, exc.strerror or exc))
+        vendor = read_value(os.path.join(function_dir, 'vendor'))
+        device_id = read_value(os.path.join(function_dir, 'device'))
+    except HostReadError as exc:
+        module.fail_json(msg='Cannot read the vendor and device ID of %s: %s. Run the module as root on the node, with '
+                         'sysfs_root the mount point of sysfs (/sys). Nothing was written.' % (address, exc))
+    if vendor is None or device_id is None:
+        module.fail_json(msg='%s has no %s file: this is not the sysfs directory of a PCI function; point '
+                         'sysfs_root at the mount point of sysfs (/sys). Nothing was written.'
+                         % (function_dir, 'vendor' if vendor is None else 'device'))
+    vendor, device_id = vendor.lower(), device_id.lower()
     if vendor != MELLANOX_VENDOR:
         module.fail_json(msg='devices: %s is not a Mellanox/NVIDIA function (vendor %s, not %s); this module only '
-                         'writes to ConnectX functions. Nothing was written.' % (address, vendor, MELLANOX_VENDOR))
+                         'writes to ConnectX functions. Nothing was written.'
+                         % (address, printable(vendor, 40), MELLANOX_VENDOR))
     return address, device_id
 
 
@@ -179,6 +204,66 @@ def read_register(module, executable, address, register):
                          stderr=printable(err))
 
 
+def read_devctl(module, executable, address, word, writer):
+    """Device Control of ``address`` now; RegisterChanged when a bit outside the size bits differs from ``word``."""
+    new_word = parse_word(*run_in_step(module, [executable, '-s', address, DEVCTL]))
+    if (new_word & ~MRRS_MASK) != (word & ~MRRS_MASK):
+        raise RegisterChanged('%s changed Device Control of %s from %04x to %04x: bits outside 14:12 changed. Stop '
+                              'and look at the function (lspci -vvv -s %s) before anything else runs on it'
+                              % (writer, address, word, new_word, address))
+    return new_word
+
+
+def write_size(module, executable, address, word, size):
+    """Write Max Read Request ``size`` to a function whose Device Control read ``word``; the register read after.
+
+    RuntimeError (SetpciError) when the register then differs from ``word`` in any other bit or does not hold ``size``.
+    """
+    argv = [executable, '-s', address, write_argument(size)]
+    run_in_step(module, argv)
+    after = decode_devctl(read_devctl(module, executable, address, word, ' '.join(argv)))
+    if after['max_read_request'] != size:
+        raise RuntimeError('%s reported success, but %s reads Max Read Request %d bytes (Device Control %s); the '
+                           'device or platform does not accept %d' % (' '.join(argv), address,
+                                                                      after['max_read_request'], after['word'], size))
+    return after
+
+
+def size_step(module, executable, entry, wanted):
+    """The Step that writes the size of one function, with an undo that writes back the size bits read before."""
+    address, word, before = entry['device'], entry['word'], entry['before']
+
+    def undo():
+        write_size(module, executable, address, word, before['max_read_request'])
+
+    def put_back():
+        """After a failed write, which may or may not have got through: what became of the function, as a sentence.
+
+        The register is read and written back only when it no longer reads as before; a register changed outside
+        the size bits raises RegisterChanged and is not written again.
+        """
+        try:
+            if read_devctl(module, executable, address, word, 'the failed write') == word:
+                return '%s still reads Device Control %s' % (address, before['word'])
+            undo()
+            return '%s was put back to Device Control %s' % (address, before['word'])
+        except RegisterChanged:
+            raise
+        except (RuntimeError, ValueError) as exc:
+            return 'putting %s back to Device Control %s failed too, check it by hand: %s' % (
+                address, before['word'], exc)
+
+    def apply():
+        try:
+            entry['after'] = write_size(module, executable, address, word, wanted)
+        except RegisterChanged:
+            raise  # a register in an unknown state is not written again, not even to put it back
+        except (RuntimeError, ValueError) as exc:
+            raise RuntimeError('%s (%s)' % (exc, put_back()))
+
+    return Step('Max Read Request %d -> %d bytes on %s' % (before['max_read_request'], wanted, address), apply, undo)
+
+
 def prepare(module, executable, address, wanted):
     """Read and check one function; fails before any write on any function."""
     try:
@@ -188,36 +273,15 @@ def prepare(module, executable, address, wanted):
     except SetpciError as exc:
         module.fail_json(msg='%s: %s. Nothing was written.' % (address, exc))
     change = wanted is not None and before['max_read_request'] != wanted
-    return dict(device=address, word=word, before=before, endpoint=endpoint, change=change)
+    return dict(device=address, word=word, before=before, endpoint=endpoint, change=change, after=None)
 
 
-def configure(module, executable, entry, wanted, done_before):
-    address, word, before = entry['device'], entry['word'], entry['before']
-    after = before
-    if entry['change']:
-        if module.check_mode:
-            after = decode_devctl(apply_size(word, wanted))
-        else:
-            argv = [executable, '-s', address, write_argument(wanted)]
-            rc, out, err = run_tool(module, argv, what='setpci')
-            if rc != 0:
-                module.fail_json(msg='%s failed (rc=%d): %s. Changed before this function: %s.' % (
-                    ' '.join(argv), rc, output_summary(out, err), ', '.join(done_before) or 'nothing'),
-                    rc=rc, stdout=printable(out), stderr=printable(err))
-            new_word = read_register(module, executable, address, DEVCTL)
-            if (new_word & ~MRRS_MASK) != (word & ~MRRS_MASK):
-                module.fail_json(msg='%s changed Device Control of %s from %04x to %04x: bits outside 14:12 changed. '
-                                 'Stop and look at the function (lspci -vvv -s %s) before anything else runs on it.'
-                                 % (' '.join(argv), address, word, new_word, address))
-            try:
-                after = decode_devctl(new_word)
-            except SetpciError as exc:
-                module.fail_json(msg='%s: after the write %s. Look at the function (lspci -vvv -s %s).'
-                                 % (address, exc, address))
-            if after['max_read_request'] != wanted:
-                module.fail_json(msg='%s reported success, but %s reads Max Read Request %d bytes (Device Control %s); '
-                                 'the device or platform does not accept %d.' % (
-                                     ' '.join(argv), address, after['max_read_request'], after['word'], wanted))
+def report(module, entry, wanted):
+    """The result of one function after the run (predicted in check mode)."""
+    address, before = entry['device'], entry['before']
+    after = entry['after'] or before
+    if entry['change'] and entry['after'] is None:
+        after = decode_devctl(apply_size(entry['word'], wanted))
     result = dict(device=address, device_id=entry['device_id'], before=before, after=after,
                   endpoint=entry['endpoint'], changed=entry['change'])
     if module._diff:
@@ -233,16 +297,19 @@ def main():
     module = RdmaModule(
         argument_spec=dict(
             devices=dict(type='list', elements='str', required=True),
-            max_read_request=dict(type='int', choices=[128, 256, 512, 1024, 2048, 4096]),
+            max_read_request=dict(type='int', choices=list(MAX_READ_REQUEST_SIZES)),
             executable=dict(type='path'),
             sysfs_root=dict(type='path', default='/sys'),
+            timeout=dict(type='int', default=300),
         ),
         supports_check_mode=True,
     )
+    tool_timeout(module)
     devices = module.params['devices']
     if not devices:
         module.fail_json(msg='devices is empty: give the PCI addresses of the ConnectX functions, or leave the task '
                          'out.')
+    check_sysfs_root(module, module.params['sysfs_root'])
     checked = [check_function(module, module.params['sysfs_root'], given) for given in devices]
     addresses = [address for address, _device_id in checked]
     device_ids = dict(checked)
@@ -253,14 +320,14 @@ def main():
                            opt_dirs=list(SBIN_DIRS), hint='Install pciutils (apt install pciutils / dnf install '
                            'pciutils), or set executable.')
     wanted = module.params['max_read_request']
+    # every function is read and checked before the first write; the writes are then made as one, so a function
+    # that refuses puts back the functions written before it
     prepared = [prepare(module, executable, address, wanted) for address in addresses]
     for entry in prepared:
         entry['device_id'] = device_ids[entry['device']]
-    results, done = [], []
-    for entry in prepared:
-        results.append(configure(module, executable, entry, wanted, done))
-        if entry['change']:
-            done.append(entry['device'])
+    if not module.check_mode:
+        module.apply_steps([size_step(module, executable, entry, wanted) for entry in prepared if entry['change']])
+    results = [report(module, entry, wanted) for entry in prepared]
     diffs = [result.pop('diff') for result in results if 'diff' in result]
     output = dict(changed=any(r['changed'] for r in results), results=results, executable=executable)
     if diffs:

@@ -28,7 +28,7 @@ author:
   - gpunet.rdma contributors (@gpunet)
 options:
   tests:
-    description: The tests to run, in order.
+    description: The tests to run, in order; at least one.
     type: list
     elements: dict
     required: true
@@ -71,7 +71,7 @@ options:
     type: bool
     default: true
   min_line_rate_pct:
-    description: A bandwidth test passes at this share (%) of its line rate.
+    description: A bandwidth test passes at this share (%) of its line rate, from 1 to 100.
     type: float
     default: 90
   timeout:
@@ -210,9 +210,9 @@ import os
 import threading
 import time
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import COMMAND_ENV, check_executable, decode_text
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import check_executable, run_argv, run_tool
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import line_rate_result, parse_lat
+from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import line_rate_result, parse_lat, percentage_problem
 
 BANDWIDTH_TOOLS = ('ib_write_bw', 'ib_read_bw', 'ib_send_bw')
 
@@ -243,24 +243,16 @@ def arguments(module, test):
     return args
 
 
-def _timeout_argv(module, seconds):
-    """coreutils timeout in front of a perftest command: a server that never sees its client, or a client stuck in
-    its exchange, is stopped (TERM, then KILL 5 s later) instead of holding the module."""
-    return [module.get_bin_path('timeout', required=True), '--kill-after=5', str(max(1, int(seconds)))]
-
-
 def _run_client(module, path, args, address, deadline, server_alive=lambda: True):
-    """The client against ``address``, retried while the server is not listening yet."""
+    """The client against ``address``, retried while the server is not listening yet; a client stuck in its exchange
+    is stopped at the deadline (TERM, then KILL 5 s later) instead of holding the module."""
     client_argv = [path] + args + [address]
     attempt = 0
     while True:
         attempt += 1
-        rc, out, err = module.run_command(_timeout_argv(module, deadline - time.time()) + client_argv,
-                                          environ_update=COMMAND_ENV, encoding=None, handle_exceptions=False)
-        out, err = decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True)
-        if rc in (124, 137):
+        rc, out, err = run_tool(module, client_argv, timeout=deadline - time.time(), stop_ok=True)
+        if rc is None:
             err += '\nclient stopped after the timeout'
-            rc = None
             break
         if "Couldn't connect" not in out + err or attempt > module.params['connect_retries'] or not server_alive() \
                 or time.time() >= deadline:
@@ -270,15 +262,14 @@ def _run_client(module, path, args, address, deadline, server_alive=lambda: True
 
 
 def _run_server(module, path, args, deadline):
-    """The server until its client is done or the deadline: ``(rc or None when stopped, out, err)``."""
+    """The server until its client is done or the deadline: ``(rc or None when stopped, out, err)``.
+
+    It runs in a thread, where fail_json cannot end the module: a server that cannot start is returned as such.
+    """
     try:
-        rc, out, err = module.run_command(_timeout_argv(module, deadline - time.time()) + [path] + args,
-                                          environ_update=COMMAND_ENV, encoding=None, handle_exceptions=False)
+        return run_argv(module, [path] + args, deadline - time.time())
     except (IOError, OSError) as exc:
         return None, '', 'cannot start %s: %s' % (path, exc)
-    if rc in (124, 137):  # stopped by the timeout: it never finished its test
-        rc = None
-    return rc, decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True)
 
 
 def run_pair(module, path, args):
@@ -361,19 +352,29 @@ def main():
         mutually_exclusive=[('server_address', 'serve')],
         supports_check_mode=True,
     )
+    # Every argument is checked before the first test runs: a bad entry late in the list must not stop the call after
+    # the tests before it loaded the links.
+    if not module.params['tests']:
+        module.fail_json(msg='tests is empty: give at least one test ({device, port, tool}); a call without tests '
+                             'would validate nothing and pass.')
     for name, low in (('tcp_port', 1), ('message_size', 1), ('timeout', 1), ('connect_retries', 0)):
         if module.params[name] < low:
             module.fail_json(msg='%s must be %d or more, got %d.' % (name, low, module.params[name]))
     if module.params['tcp_port'] > 65535:
         module.fail_json(msg='tcp_port must be a TCP port (1-65535), got %d.' % module.params['tcp_port'])
+    problem = percentage_problem(module.params['min_line_rate_pct'])
+    if problem:
+        module.fail_json(msg='min_line_rate_pct %s: it is the share (%%) of the line rate a bandwidth test passes at '
+                             '(90 by default).' % problem)
     address = module.params['server_address']
     if address is not None and (not address.strip() or address.startswith('-') or any(c.isspace() for c in address)):
         module.fail_json(msg='server_address must be a host name or address of the node running the servers (serve: '
                              'true), got %r.' % address)
-    results, failed = [], []
     for test in module.params['tests']:
         if test['port'] < 1:
             module.fail_json(msg='tests: port of %s must be 1 or more, got %d.' % (test['device'], test['port']))
+    results, failed = [], []
+    for test in module.params['tests']:
         base = {'device': test['device'], 'port': test['port'], 'tool': test['tool'], 'gid_index': test['gid_index']}
         if module.check_mode:
             results.append(dict(base, ok=True, skipped=True, problem=None, record={}, client_argv=[], rc=None,

@@ -25,7 +25,10 @@ description:
     O(allow_change=true), writing 0 and then the count, and is otherwise returned in RV(pending) without touching the
     PF.
   - Everything is checked before anything is written, and a PF the kernel or the firmware would refuse fails the
-    module naming the PF and the fix (the firmware parameters to set, the driver to bind). With O(firmware), the
+    module naming the PF and the fix (the firmware parameters to set, the driver to bind). The PFs are then changed
+    one after the other; when one fails (the kernel refuses a write, or the PF does not show the count written), it
+    and every PF changed before it get their C(sriov_drivers_autoprobe) and C(sriov_numvfs) back, and the message
+    says what was put back (a count put back creates new VFs, and whatever used the old ones lost them). With O(firmware), the
     count is also checked against the firmware's Next Boot C(NUM_OF_VFS) and C(SRIOV_EN); a count the firmware
     allows only after its next activation is returned in RV(waiting_for_firmware).
   - O(pfs[].drivers_autoprobe) is written before VFs are created; the kernel reads it only then (existing VFs keep
@@ -81,7 +84,8 @@ options:
         as the C(devices) of the firmware stage's ledger detail (role P(gpunet.rdma.nic_firmware#role)), or the same
         shape built from an C(mlxconfig) query, each a dict of C(pci_address) and C(values) (parameter name to its
         C(current) and C(next_boot) value). Values as mlxconfig prints them (V(8), V(True(1))). A PF without a record
-        here is checked against C(sriov_totalvfs) only.
+        here is checked against C(sriov_totalvfs) only. A record of another shape (C(values) or a parameter's entry
+        that is not a dict) fails the module before anything is written.
     type: list
     elements: dict
     default: []
@@ -105,8 +109,9 @@ attributes:
 notes:
   - Persistence across reboots is not this module's job (the kernel creates no VF at boot); role
     P(gpunet.rdma.sriov_vfs#role) writes a systemd unit that sets the counts at boot.
-  - Writes go to the attribute itself (one C(write) of the number and a newline, no temporary file, no truncation),
-    as sysfs takes them.
+  - Writes go to the attribute itself (one C(write) of the number and a newline, no temporary file), as sysfs takes
+    them; the file is opened truncating, so that a tree of plain files laid out like sysfs never keeps the tail of a
+    longer old value.
 seealso:
   - name: Linux kernel sysfs ABI for PCI devices
     description: C(sriov_totalvfs), C(sriov_numvfs), C(sriov_drivers_autoprobe), C(virtfnN) and C(physfn).
@@ -242,8 +247,8 @@ problems:
   elements: str
 written:
   description:
-    - On a failure, the writes already done, in order, each C({pci_address, attribute, value}); empty when the module
-      failed before writing.
+    - On a failure, the writes done, in order, each C({pci_address, attribute, value}), including those that put the
+      PFs back; empty when the module failed before writing.
   returned: on failure
   type: list
   elements: dict
@@ -257,11 +262,12 @@ persist:
   sample: ["0000:0b:00.0 4 1"]
 '''
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
+from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule, Step
 from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import sysfs_root_problem
 from ansible_collections.gpunet.rdma.plugins.module_utils._sriov import (
     SriovError,
     SysfsPci,
+    check_firmware,
     explain_write_error,
     persist_lines,
     plan_pf,
@@ -290,6 +296,8 @@ class SriovRun(object):
         self.written = []
 
     def fail(self, msg, **extra):
+        # RdmaModule.fail_json undoes the PFs already changed when this is called while the steps are applied, and
+        # appends what it undid; ``written`` is the same list, so it holds those writes too.
         self.module.fail_json(msg=msg, changed=bool(self.written), written=self.written, **extra)
 
     def check_inputs(self):
@@ -299,6 +307,10 @@ class SriovRun(object):
                       'like it), or leave it unset.' % problem)
         if not self.params['pfs']:
             self.fail('pfs is empty: name at least one PF (PCI address, netdev or RDMA device) with its num_vfs.')
+        problems = check_firmware(self.params['firmware'])
+        if problems:
+            self.fail('Nothing was written. %s. Pass the firmware stage\'s records unchanged, or leave firmware unset.'
+                      % '; '.join(problems), problems=problems)
         for entry in self.params['pfs']:
             if entry['num_vfs'] is None:
                 entry['num_vfs'] = self.params['num_vfs']
@@ -333,88 +345,143 @@ class SriovRun(object):
             self.fail('Nothing was written. %s' % ' '.join(problems), problems=problems)
         return plans
 
-    def apply(self, record, step):
-        """The writes of one PF; on a failure, put the count back if the PF was emptied, then fail naming it."""
-        pci = record['pci_address']
-        for attribute, value in step['writes']:
+    # ------------------------------------------------------------------ applying
+    # Each PF with writes is one Step of module.apply_steps: a PF that fails is put back by its own step (below), the
+    # PFs changed before it by their undo, in reverse order, so that a failed run leaves every PF with the count and
+    # autoprobe it had (new VFs where a count was put back: whatever used the old ones lost them).
+
+    def write(self, record, attribute, value):
+        self.sysfs.write(record['pci_address'], attribute, value)
+        self.written.append({'pci_address': record['pci_address'], 'attribute': attribute, 'value': value})
+
+    def step_for(self, entry, record, plan):
+        """The Step of one PF: its writes and the check of what the kernel made of them; undo puts the PF back."""
+        changes = ['sriov_drivers_autoprobe %s -> %d' % (_autoprobe_text(record['drivers_autoprobe']), value)
+                   for attribute, value in plan['writes'] if attribute == 'sriov_drivers_autoprobe']
+        if any(attribute == 'sriov_numvfs' for attribute, _value in plan['writes']):
+            changes.append('sriov_numvfs %d -> %d' % (record['sriov_numvfs'], entry['num_vfs']))
+        holder = {}
+
+        def apply():
+            holder['after'] = self.apply(entry, record, plan)
+
+        def undo():
+            problem = self.put_back(record)
+            if problem:
+                raise RuntimeError(problem)
+
+        return Step('%s on %s' % (' and '.join(changes), record['name']), apply, undo), holder
+
+    def apply(self, entry, record, plan):
+        """The writes of one PF, then the PF read again; on a failure the PF is put back and the module fails."""
+        for attribute, value in plan['writes']:
             try:
-                self.sysfs.write(pci, attribute, value)
+                self.write(record, attribute, value)
             except OSError as exc:
-                message = explain_write_error(exc, record, attribute, value)
-                emptied = ('sriov_numvfs', 0) in self.written_for(pci)
-                if emptied and record['sriov_numvfs']:
-                    message += ' ' + self.restore(record)
-                self.fail(message, errno=getattr(exc, 'errno', None), pf=pci)
-            self.written.append({'pci_address': pci, 'attribute': attribute, 'value': value})
-
-    def written_for(self, pci):
-        return [(w['attribute'], w['value']) for w in self.written if w['pci_address'] == pci]
-
-    def restore(self, record):
+                self.fail_pf(explain_write_error(exc, record, attribute, value), record,
+                             errno=getattr(exc, 'errno', None))
         try:
-            self.sysfs.write(record['pci_address'], 'sriov_numvfs', record['sriov_numvfs'])
-        except OSError as exc:
-            return ('The PF is left with 0 VFs: writing its %d VFs back failed too (%s).'
-                    % (record['sriov_numvfs'], write_errno_text(exc.errno)))
-        self.written.append({'pci_address': record['pci_address'], 'attribute': 'sriov_numvfs',
-                             'value': record['sriov_numvfs']})
-        return 'Its %d VFs were created again (new VFs: whatever used the old ones lost them).' % record['sriov_numvfs']
-
-    def verify(self, entry, record):
-        after = self.sysfs.read_pf(record['pci_address'])
+            after = self.sysfs.read_pf(record['pci_address'])
+        except SriovError as exc:
+            self.fail_pf('%s: reading it again after the writes failed: %s' % (record['name'], exc), record)
         if after['sriov_numvfs'] != entry['num_vfs']:
-            self.fail('%s: %d VFs written, the kernel reports %s: the PF driver enabled fewer ("VFs requested; only N '
-                      'enabled" in dmesg), often for lack of interrupt vectors or BAR space (firmware NUM_VF_MSIX, '
-                      'VF_LOG_BAR_SIZE).' % (record['name'], entry['num_vfs'], after['sriov_numvfs']),
-                      pf=record['pci_address'])
+            self.fail_pf('%s: %d VFs written, the kernel reports %s: the PF driver enabled fewer ("VFs requested; only '
+                         'N enabled" in dmesg), often for lack of interrupt vectors or BAR space (firmware NUM_VF_MSIX, '
+                         'VF_LOG_BAR_SIZE).' % (record['name'], entry['num_vfs'], after['sriov_numvfs']), record)
         try:
             self.sysfs.check_consistent(after)
         except SriovError as exc:
-            # A kernel creates the links before the write returns: this is not one. Put the old count back so that
-            # the tree is as it was, and say so.
-            originals = {'sriov_numvfs': record['sriov_numvfs'], 'sriov_drivers_autoprobe': record['drivers_autoprobe']}
-            restored = []
-            try:
-                for attribute in [a for a, _v in reversed(self.written_for(record['pci_address']))]:
-                    if attribute not in restored:
-                        self.sysfs.write(record['pci_address'], attribute, int(originals[attribute]))
-                        restored.append(attribute)
-                self.written = [w for w in self.written if w['pci_address'] != record['pci_address']]
-                restored = ' %s set back to what it was.' % ' and '.join(restored)
-            except OSError:
-                restored = ''
-            self.fail(str(exc) + restored, pf=record['pci_address'])
+            # A kernel creates the links before the write returns: this is not one (a plain file takes any write).
+            self.fail_pf(str(exc), record)
         return after
+
+    def put_back(self, record):
+        """Give the PF the autoprobe and count of ``record`` again; None when done, else what is left and why.
+
+        autoprobe first: the kernel reads it when the VFs are created again. A count the PF has is a no-op; another
+        non-zero count takes 0 first (EBUSY otherwise).
+        """
+        pci = record['pci_address']
+        try:
+            autoprobe_now = self.sysfs.count(pci, 'sriov_drivers_autoprobe')
+            if record['drivers_autoprobe'] is not None and autoprobe_now != int(record['drivers_autoprobe']):
+                self.write(record, 'sriov_drivers_autoprobe', int(record['drivers_autoprobe']))
+            now = self.sysfs.count(pci, 'sriov_numvfs')
+            if now != record['sriov_numvfs']:
+                if now:
+                    self.write(record, 'sriov_numvfs', 0)
+                if record['sriov_numvfs']:
+                    self.write(record, 'sriov_numvfs', record['sriov_numvfs'])
+        except (OSError, SriovError) as exc:
+            said = write_errno_text(exc.errno) if isinstance(exc, OSError) else str(exc)
+            return ('%s is left with sriov_numvfs %s and sriov_drivers_autoprobe %s, not %s and %s as before: putting '
+                    'it back failed (%s); set them by hand'
+                    % (record['name'], self.shown(pci, 'sriov_numvfs'), self.shown(pci, 'sriov_drivers_autoprobe'),
+                       record['sriov_numvfs'], _autoprobe_text(record['drivers_autoprobe']), said))
+        return None
+
+    def shown(self, pci, attribute):
+        try:
+            value = self.sysfs.count(pci, attribute)
+        except SriovError:
+            value = None
+        return 'unreadable' if value is None else value
+
+    def fail_pf(self, message, record, **extra):
+        """Fail on the PF of ``record``, put back first; the PFs changed before it are undone by apply_steps."""
+        self.fail(' '.join(part for part in (message, self.put_back_sentence(record)) if part),
+                  pf=record['pci_address'], **extra)
+
+    def put_back_sentence(self, record):
+        """``put_back`` for the message of the PF that failed: what it was given back, or what is left ('')."""
+        pci = record['pci_address']
+        problem = self.put_back(record)
+        if problem:
+            return problem + '.'
+        now_written = [(w['attribute'], w['value']) for w in self.written if w['pci_address'] == pci]
+        if not now_written:
+            return ''
+        again = ''
+        if record['sriov_numvfs'] and ('sriov_numvfs', 0) in now_written:
+            again = ' (its %d VFs were created again: whatever used the old ones lost them)' % record['sriov_numvfs']
+        names = sorted(set(attribute for attribute, _value in now_written))
+        return '%s set back to what %s%s.' % (' and '.join(names), 'it was' if len(names) == 1 else 'they were', again)
 
     def run(self):
         self.check_inputs()
         plans = self.plan()
         check = self.module.check_mode
+        steps, holders = [], {}
+        if not check:
+            for entry, record, plan in plans:
+                if plan['writes']:
+                    step, holders[record['pci_address']] = self.step_for(entry, record, plan)
+                    steps.append(step)
+            self.module.apply_steps(steps)
         results, pending, waiting, before, after_records, lines = [], [], [], [], [], []
-        for entry, record, step in plans:
+        for entry, record, plan in plans:
             before.append(record)
             after = record
-            if step['writes'] and not check:
-                self.apply(record, step)
-                after = self.verify(entry, record)
-            elif step['writes']:
+            if plan['writes'] and not check:
+                after = holders[record['pci_address']]['after']
+            elif plan['writes']:
                 after = dict(record)
-                for attribute, value in step['writes']:
+                for attribute, value in plan['writes']:
                     key = 'sriov_numvfs' if attribute == 'sriov_numvfs' else 'drivers_autoprobe'
                     after[key] = value if key == 'sriov_numvfs' else bool(value)
             after_records.append(after)
             result = dict((key, after[key]) for key in ('pci_address', 'name', 'driver', 'netdevs', 'rdma_devices',
                                                         'sriov_totalvfs', 'sriov_numvfs', 'drivers_autoprobe', 'vfs'))
             result.update(pf=entry['pf'], before=record['sriov_numvfs'], wanted=entry['num_vfs'],
-                          action=step['action'], reason=step['reason'])
+                          action=plan['action'], reason=plan['reason'])
             results.append(result)
-            if step['action'] == 'pending':
-                pending.append('%s: %s' % (record['name'], step['reason']))
-            elif step['action'] == 'waiting_for_firmware':
-                waiting.append('%s: %s' % (record['name'], step['reason']))
-            lines.append('%s: %s' % (record['name'], step['reason'] if step['action'] != 'none'
+            if plan['action'] == 'pending':
+                pending.append('%s: %s' % (record['name'], plan['reason']))
+            elif plan['action'] == 'waiting_for_firmware':
+                waiting.append('%s: %s' % (record['name'], plan['reason']))
+            lines.append('%s: %s' % (record['name'], plan['reason'] if plan['action'] != 'none'
                                      else 'as wanted (%s VFs)' % record['sriov_numvfs']))
-        changed = any(step['writes'] for _entry, _record, step in plans)
+        changed = any(plan['writes'] for _entry, _record, plan in plans)
         persist = persist_lines([{'pci_address': r['pci_address'], 'num_vfs': e['num_vfs'],
                                   'drivers_autoprobe': e['drivers_autoprobe']} for e, r, _s in plans])
         result = dict(changed=changed, msg='; '.join(lines), pfs=results, pending=pending,
@@ -423,6 +490,10 @@ class SriovRun(object):
             result['diff'] = {'before': _state_text(before), 'after': _state_text(after_records),
                               'before_header': 'sriov', 'after_header': 'sriov'}
         self.module.exit_json(**result)
+
+
+def _autoprobe_text(value):
+    return 'unchanged' if value is None else int(value)
 
 
 def main():

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from ansible.errors import AnsibleError, AnsibleFilterError
 
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, check_ledger
+
 # What processing input of an unexpected shape raises; converted into AnsibleFilterError by filter_args.
 SHAPE_ERRORS = (TypeError, ValueError, LookupError, AttributeError, ArithmeticError)
 _SHORT = 60
@@ -190,6 +192,21 @@ def a_number(what, nullable=False, label=None, whole=False):
     return Spec('%s (%s)' % ('a whole number' if whole else 'a number', what), check, nullable, label)
 
 
+def a_percentage(what, nullable=False, label=None):
+    """A share in percent: a number (or a string that reads as one) above 0 and at most 100. -5 or 150 would pass or
+    fail every port, so they are refused rather than judged with."""
+    number_check = a_number(what, nullable, label)._check  # pylint: disable=protected-access
+
+    def check(value, expected):
+        problem = number_check(value, expected)
+        if problem or (nullable and value in (None, '')):
+            return problem
+        if not 0 < float(value) <= 100:
+            return _got(expected, value)
+        return None
+    return Spec('a percentage above 0 and at most 100 (%s)' % what, check, nullable, label)
+
+
 def either(what, *specs, **kwargs):
     """Any one of ``specs``."""
     def check(value, expected):
@@ -250,6 +267,7 @@ def filter_args(name, **specs):
             except SHAPE_ERRORS as exc:
                 raise AnsibleFilterError('%s: the input or an argument holds a value of an unexpected type or shape '
                                          '(%s: %s); %s' % (name, type(exc).__name__, exc, _usage(signature, specs)))
+        wrapper.checked_filter_name = name  # what tests/unit/test_one_mechanism.py looks for
         return wrapper
     return decorate
 
@@ -275,3 +293,17 @@ def nested(name, where, value, spec):
     if problem:
         raise AnsibleFilterError('%s: %s%s' % (name, where, _joined(problem)))
     return value
+
+
+def checked_ledger(name, variables, host):
+    """The stage ledger of ``host`` (``ansible_facts.gpunet_rdma_ledger`` of its ``variables``, {} when it has none)
+    after the one ledger check of the collection: AnsibleFilterError naming the filter, the host, the stage and the
+    field otherwise, never a KeyError from deep inside a reader."""
+    facts = (variables or {}).get('ansible_facts') or {}
+    if not isinstance(facts, Mapping):
+        raise AnsibleFilterError('%s: ansible_facts of %s must be a dict, got %s' % (name, host, type_name(facts)))
+    ledger = facts.get('gpunet_rdma_ledger') or {}
+    try:
+        return check_ledger(ledger, host)
+    except LedgerError as exc:
+        raise AnsibleFilterError('%s: %s' % (name, exc)) from None

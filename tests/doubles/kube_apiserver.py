@@ -18,7 +18,8 @@ through the kubernetes client and kubernetes.core, and answers it as kube-apiser
 * writes (POST, PUT, PATCH, DELETE) with ``dryRun=All`` validated exactly like the real request but not stored;
   ``fieldValidation`` Strict (400 on an unknown field), Warn (the default: pruned, a ``Warning`` header per field)
   and Ignore (pruned); custom resources validated against their CRD's ``openAPIV3Schema`` (422 Invalid with causes)
-  and defaulted; built-in kinds checked against the Kubernetes OpenAPI schemas (kubernetes-validate);
+  and defaulted; built-in kinds checked against the Kubernetes OpenAPI schemas (kubernetes-validate); all of it with
+  the double's own code (api_schemas.py), never the collection's (a gap there must not be a gap of the server);
 * patches: JSON patch (RFC 6902, 422 on a failed ``test``), JSON merge patch (RFC 7386), strategic merge patch for
   built-in kinds only (lists merge on the patch merge key the Kubernetes schema declares, e.g. containers and env on
   ``name``; lists without one, such as tolerations, are replaced; custom resources answer 415 as on a real server)
@@ -88,10 +89,12 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import yaml
 
-if __name__ == '__main__':  # run as a process (serve, stop): the collection from ANSIBLE_COLLECTIONS_PATH
-    sys.path[:0] = [p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(os.pathsep) if p]
+# The double judges objects with its own schema code (api_schemas, next to this file), never with the collection's:
+# a gap in the collection's validation must not be a gap of the API server the roles are tested against.
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpunet.rdma.plugins.module_utils import _core_schema, _crd_schema  # noqa: E402
+import api_schemas  # noqa: E402  pylint: disable=wrong-import-position
 
 KUBERNETES_VERSION = '1.33'
 DEFAULT_TOKEN = 'test-double'
@@ -180,6 +183,8 @@ class Resource(object):
     def __init__(self, group, version, plural, kind, namespaced, subresources, crd_version=None):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.namespaced, self.subresources, self.crd_version = namespaced, tuple(subresources), crd_version
+        # the CRD version's openAPIV3Schema: what prunes, defaults and validates the custom resources
+        self.schema = api_schemas.StructuralSchema(crd_version['schema']['openAPIV3Schema']) if crd_version else None
 
     @property
     def group_version(self):
@@ -1278,11 +1283,7 @@ class FakeApiServer(object):
             return self._resources[1]
         found = [Resource(*row) for row in BUILTIN]
         for _key, crd in crds:
-            try:
-                versions = _crd_schema.crd_versions(crd)
-            except _crd_schema.CrdError:
-                continue
-            for group, version, kind, plural, scope, _schema, document in versions:
+            for group, version, kind, plural, scope, _schema, document in api_schemas.served_versions(crd):
                 subresources = ['status'] if 'status' in (document.get('subresources') or {}) else []
                 found.append(Resource(group, version, plural, kind, scope == 'Namespaced', subresources,
                                       crd_version=document))
@@ -1337,7 +1338,9 @@ class FakeApiServer(object):
             if digest not in CHECKED:  # the upstream CRDs are big: check each one once per test run
                 obj, _warnings = self._decode(resource, obj, {'validation': 'Strict'})
                 if resource.custom:
-                    obj = _crd_schema.apply_defaults(obj, self._crd_schema(resource))
+                    obj = resource.schema.default(obj)
+                if plural == 'customresourcedefinitions':
+                    self._check_crd(obj)
                 self._validate(resource, obj)
                 if plural == 'customresourcedefinitions':
                     CHECKED[digest] = True
@@ -1669,8 +1672,8 @@ class FakeApiServer(object):
             # Go structs, not pointers, in the core types: kube-apiserver always writes them, empty as {}.
             shown.setdefault('spec', {})
             shown.setdefault('status', {})
-        if resource.custom:
-            shown = _crd_schema.apply_defaults(shown, self._crd_schema(resource))
+        if resource.custom:  # defaults apply to what is read from storage too
+            shown = resource.schema.default(shown)
         return shown
 
     def _read(self, resource, namespace, name, sub, query):
@@ -1764,24 +1767,25 @@ class FakeApiServer(object):
         if name is not None:
             metadata['name'] = name
 
-    def _crd_schema(self, resource):
-        return resource.crd_version['schema']['openAPIV3Schema']
+    @staticmethod
+    def _crd_schema(resource):
+        return resource.schema.root
 
     def _builtin_schema(self, resource):
         try:
-            return _core_schema.builtin_schema(resource.group_version, resource.kind, self.kubernetes_version)
+            return api_schemas.builtin_schema(resource.group_version, resource.kind, self.kubernetes_version)
         except LookupError:
             return None
 
     def _decode(self, resource, obj, options):
         """Prune unknown fields per fieldValidation; check types as decoding does. Returns (obj, warnings)."""
         if resource.custom:
-            pruned, unknown = _crd_schema.prune(obj, self._crd_schema(resource))
+            pruned, unknown = resource.schema.prune(obj)
         else:
             schema = self._builtin_schema(resource)
             if schema is None:
                 return obj, []
-            pruned, unknown = _crd_schema.prune(obj, schema.root, resolve=schema.resolve)
+            pruned, unknown = schema.prune(obj)
             for error in schema.errors(pruned):
                 if error.validator == 'type':
                     path = '.'.join(str(p) for p in error.absolute_path if not isinstance(p, int))
@@ -1795,6 +1799,23 @@ class FakeApiServer(object):
                                  ', '.join('unknown field "%s"' % field for field in unknown)))
         warnings = ['unknown field "%s"' % field for field in unknown] if options['validation'] == 'Warn' else []
         return pruned, warnings
+
+    @staticmethod
+    def _invalid(resource, name, causes):
+        """422 Invalid with ``causes``, worded as kube-apiserver's."""
+        text = ['%s: %s' % (c['field'], c['message']) for c in causes]
+        details = {'name': name, 'kind': resource.kind, 'causes': causes}
+        if resource.group:
+            details['group'] = resource.group
+        return ApiError(422, 'Invalid', '%s "%s" is invalid: %s' % (
+            resource.qualified_kind, name, text[0] if len(text) == 1 else '[%s]' % ', '.join(text)), details)
+
+    def _check_crd(self, crd):
+        """A CRD kube-apiserver would refuse (no group, names, storage version or usable schema) is a 422."""
+        causes = api_schemas.crd_problems(crd)
+        if causes:
+            raise self._invalid(self.resource('apiextensions.k8s.io/v1', 'customresourcedefinitions'),
+                                (crd.get('metadata') or {}).get('name') or '', causes)
 
     def _validate(self, resource, obj):
         """422 Invalid with causes, as the registry's validation answers."""
@@ -1819,22 +1840,16 @@ class FakeApiServer(object):
                                           'alphanumeric characters, \'-\', \'_\' or \'.\', and must start and end '
                                           'with an alphanumeric character' % value})
         if resource.custom:
-            for finding in _crd_schema.schema_findings(obj, self._crd_schema(resource)):
-                causes.append({'reason': finding['reason'], 'message': finding['message'], 'field': finding['field']})
+            causes.extend(resource.schema.findings(obj))
         else:
             schema = self._builtin_schema(resource)
             for error in (schema.errors(obj) if schema is not None else []):
                 match = re.match(r"^'(.*)' is a required property$", error.message)
                 if error.validator == 'required' and match:
                     causes.append({'reason': 'FieldValueRequired', 'message': 'Required value',
-                                   'field': _crd_schema.field_path(list(error.absolute_path) + [match.group(1)])})
+                                   'field': api_schemas.field_path(list(error.absolute_path) + [match.group(1)])})
         if causes:
-            text = ['%s: %s' % (c['field'], c['message']) for c in causes]
-            details = {'name': name, 'kind': resource.kind, 'causes': causes}
-            if resource.group:
-                details['group'] = resource.group
-            raise ApiError(422, 'Invalid', '%s "%s" is invalid: %s' % (
-                resource.qualified_kind, name, text[0] if len(text) == 1 else '[%s]' % ', '.join(text)), details)
+            raise self._invalid(resource, name, causes)
 
     def _prepare_create(self, resource, obj):
         if 'status' in resource.subresources and resource.plural != 'nodes':
@@ -1853,16 +1868,9 @@ class FakeApiServer(object):
     def _finish(self, resource, obj, old=None):
         """Defaults and validation of the object to store; its metadata as the server keeps it."""
         if resource.custom:
-            obj = _crd_schema.apply_defaults(obj, self._crd_schema(resource))
+            obj = resource.schema.default(obj)
         if resource.plural == 'customresourcedefinitions':
-            try:
-                _crd_schema.crd_versions(obj)
-            except _crd_schema.CrdError as exc:
-                raise ApiError(422, 'Invalid', 'CustomResourceDefinition.apiextensions.k8s.io "%s" is invalid: %s'
-                               % ((obj.get('metadata') or {}).get('name'), exc),
-                               {'name': (obj.get('metadata') or {}).get('name'), 'group': 'apiextensions.k8s.io',
-                                'kind': 'CustomResourceDefinition',
-                                'causes': [{'reason': 'FieldValueInvalid', 'message': str(exc), 'field': 'spec'}]})
+            self._check_crd(obj)
         self._validate(resource, obj)
         metadata = obj['metadata']
         if old is None:

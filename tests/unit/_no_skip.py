@@ -16,6 +16,22 @@ _NOT_RUN = []
 def pytest_runtest_logreport(report):
     if report.skipped:
         _NOT_RUN.append('%s (%s)' % (report.nodeid, 'xfail' if hasattr(report, 'wasxfail') else 'skipped'))
+    elif hasattr(report, 'wasxfail') and report.when == 'call':
+        # an xfail mark on a test that passes (XPASS): the mark hides whether it is meant to pass
+        _NOT_RUN.append('%s (xfail mark on a passing test)' % report.nodeid)
+
+
+def pytest_collectreport(report):
+    """A whole file that skips itself at collection (``pytest.skip(allow_module_level=True)``, ``importorskip``)."""
+    if report.skipped:
+        _NOT_RUN.append('%s (skipped at collection: %s)' % (report.nodeid or 'a test file', _reason(report)))
+
+
+def _reason(report):
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return longrepr[2]
+    return str(longrepr)
 
 
 def pytest_sessionfinish(session, exitstatus):

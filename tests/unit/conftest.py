@@ -143,4 +143,4 @@ def crd_release(upstream_crds):
 
 
 # A skipped or expected-to-fail test fails the session (tests/unit/_no_skip.py).
-from _no_skip import pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary  # noqa: E402,F401 pylint: disable=wrong-import-position,unused-import
+from _no_skip import pytest_collectreport, pytest_runtest_logreport, pytest_sessionfinish, pytest_terminal_summary  # noqa: E402,F401 pylint: disable=wrong-import-position,unused-import

@@ -10,6 +10,7 @@ answers (codes, Status bodies, what is stored) that the real server gives to the
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import os
@@ -778,3 +779,191 @@ def test_network_operator_stand_in_advertises_where_the_policy_and_the_devices_m
     assert allocatable == {'n1': {'rdma/rdma_ib': '63'}, 'n2': {'rdma/rdma_ib': '0'}, 'n3': None}
     assert sorted((e['manager'], e.get('subresource')) for e in api.get('v1', 'nodes', 'n1')['metadata'][
         'managedFields']) == [('kubelet', 'status'), ('network-operator', None)]
+
+
+# ------------------------------------------------------------------ the double's own validation
+
+DOUBLES = os.path.join(REPO, 'tests', 'doubles')
+FORBIDDEN_IMPORTS = ('ansible_collections.gpunet', 'plugins')
+
+
+def _docstrings(tree):
+    """The docstring nodes of a module and of its classes and functions (prose, not code)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _collection_uses(directory, start):
+    """``(modules read, [(file, line, what)])``: the imports of ``start`` and of every module of ``directory`` it
+    imports (transitively) that reach the collection, whether by an import statement, an import by name
+    (importlib, __import__, runpy) or a string naming the collection's code (a sys.path or file trick)."""
+    seen, queue, uses = set(), [start], []
+    while queue:
+        name = queue.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = os.path.join(directory, name + '.py')
+        with open(path) as handle:
+            tree = ast.parse(handle.read(), path)
+        prose = _docstrings(tree)
+        for node in ast.walk(tree):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ''] + ['%s.%s' % (node.module, a.name) if node.module else a.name
+                                                 for a in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+                text = node.value.replace('/', '.')
+                if 'ansible_collections.gpunet' in text or 'plugins.module_utils' in text:
+                    uses.append((os.path.basename(path), node.lineno, node.value))
+            reaching = [m for m in modules if m.startswith(FORBIDDEN_IMPORTS[0]) or m.split('.')[0] == FORBIDDEN_IMPORTS[1]]
+            if reaching:
+                uses.append((os.path.basename(path), node.lineno, reaching[0]))
+            queue.extend(m.split('.')[0] for m in modules if os.path.exists(os.path.join(directory, m.split('.')[0] + '.py')))
+    return seen, uses
+
+
+def test_the_double_validates_with_its_own_code_not_the_collections():
+    """A gap in the collection's validation must not be one of the API server the roles are tested against: the
+    double (and what it imports from tests/doubles) takes nothing from plugins/."""
+    read, uses = _collection_uses(DOUBLES, 'kube_apiserver')
+    assert 'api_schemas' in read  # the walk follows the double's own modules
+    assert uses == []
+
+
+def test_the_import_check_finds_every_way_to_reach_the_collection(tmp_path):
+    (tmp_path / 'double.py').write_text('"""Says plugins/module_utils/_crd_schema.py in prose: fine."""\n'
+                                        'import helper\n')
+    (tmp_path / 'helper.py').write_text(
+        'import importlib\n'
+        'from ansible_collections.gpunet.rdma.plugins.module_utils import _crd_schema\n'
+        'from plugins.module_utils._core_schema import validate_builtin\n'
+        'SCHEMA = importlib.import_module("ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema")\n'
+        'PATH = "../../plugins/module_utils"\n')
+    read, uses = _collection_uses(str(tmp_path), 'double')
+    assert read == {'double', 'helper'}
+    assert sorted(line for _name, line, _what in uses) == [2, 3, 4, 5]
+
+
+NIC_NODE_POLICY_CRD = os.path.join('network-operator-v26.4.1', 'mellanox.com_nicnodepolicies.yaml')
+
+
+def test_a_nicclusterpolicy_of_wrong_types_is_422_naming_each_field(api):
+    """What kube-apiserver answers, written out by hand from the v26.4.1 CRD: types, pattern, minimum, required."""
+    code, _h, body = raw(api, 'POST', '/apis/%s/%s/%s' % (GROUP, VERSION, PLURAL), policy(
+        ofedDriver={'image': '!!!', 'repository': 'nvcr.io/nvidia/mellanox', 'version': '25.04',
+                    'terminationGracePeriodSeconds': '300', 'upgradePolicy': {'maxParallelUpgrades': -1}},
+        rdmaSharedDevicePlugin={'repository': 'ghcr.io/mellanox', 'version': 'v1.5.2', 'useCdi': 'yes'}))
+    assert code == 422 and body['reason'] == 'Invalid'
+    assert body['details']['causes'] == [
+        {'reason': 'FieldValueInvalid', 'field': 'spec.ofedDriver.image',
+         'message': 'Invalid value: "!!!": spec.ofedDriver.image in body should match \'[a-zA-Z0-9\\-]+\''},
+        {'reason': 'FieldValueTypeInvalid', 'field': 'spec.ofedDriver.terminationGracePeriodSeconds',
+         'message': 'Invalid value: "string": spec.ofedDriver.terminationGracePeriodSeconds in body must be of type '
+                    'integer: "string"'},
+        {'reason': 'FieldValueInvalid', 'field': 'spec.ofedDriver.upgradePolicy.maxParallelUpgrades',
+         'message': 'Invalid value: -1: spec.ofedDriver.upgradePolicy.maxParallelUpgrades in body should be greater '
+                    'than or equal to 0'},
+        {'reason': 'FieldValueRequired', 'field': 'spec.rdmaSharedDevicePlugin.image', 'message': 'Required value'},
+        {'reason': 'FieldValueTypeInvalid', 'field': 'spec.rdmaSharedDevicePlugin.useCdi',
+         'message': 'Invalid value: "string": spec.rdmaSharedDevicePlugin.useCdi in body must be of type boolean: '
+                    '"string"'}]
+    assert api.list(GROUP + '/' + VERSION, PLURAL) == []
+
+
+def test_a_nicnodepolicy_loses_its_unknown_fields_with_a_warning_and_gets_the_crd_defaults(api, upstream_crds):
+    with open(os.path.join(upstream_crds, NIC_NODE_POLICY_CRD)) as f:
+        api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', yaml.safe_load(f))
+    body = {'apiVersion': '%s/%s' % (GROUP, VERSION), 'kind': 'NicNodePolicy', 'metadata': {'name': 'ib'},
+            'spec': {'nodeSelector': {'group': 'ib', 'rdma': 'true'}, 'ofedDriver': {
+                'image': 'doca-driver', 'repository': 'nvcr.io/nvidia/mellanox', 'version': '25.04',
+                'upgradePolicy': {'autoUpgrade': True, 'drain': {'timeout': 600}}}}}
+    path = '/apis/%s/%s/nicnodepolicies' % (GROUP, VERSION)
+    code, _h, answer = raw(api, 'POST', path + '?fieldValidation=Strict', body)
+    assert code == 400 and answer['message'] == (
+        'NicNodePolicy in version "v1alpha1" cannot be handled as a NicNodePolicy: strict decoding error: '
+        'unknown field "spec.ofedDriver.upgradePolicy.drain.timeout"')
+    code, headers, answer = raw(api, 'POST', path, body)
+    assert code == 201
+    assert headers.get('Warning') == '299 - "unknown field \\"spec.ofedDriver.upgradePolicy.drain.timeout\\""'
+    # The defaults of the fields whose parent is there; the map's keys are not unknown fields; no default creates
+    # its parent (no waitForCompletion, no rdmaSharedDevicePlugin).
+    assert answer['spec'] == {'nodeSelector': {'group': 'ib', 'rdma': 'true'}, 'ofedDriver': {
+        'image': 'doca-driver', 'repository': 'nvcr.io/nvidia/mellanox', 'version': '25.04',
+        'forcePrecompiled': False, 'imagePullSecrets': [], 'terminationGracePeriodSeconds': 300,
+        'upgradePolicy': {'autoUpgrade': True, 'maxParallelUpgrades': 1, 'safeLoad': False, 'drain': {
+            'enable': True, 'force': False, 'deleteEmptyDir': False, 'timeoutSeconds': 300}}}}
+    assert api.get(GROUP + '/' + VERSION, 'nicnodepolicies', 'ib')['spec'] == answer['spec']
+
+
+WIDGET_CRD = {
+    'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+    'metadata': {'name': 'widgets.example.com'},
+    'spec': {'group': 'example.com', 'scope': 'Namespaced',
+             'names': {'kind': 'Widget', 'plural': 'widgets', 'singular': 'widget', 'listKind': 'WidgetList'},
+             'versions': [{'name': 'v1', 'served': True, 'storage': True, 'schema': {'openAPIV3Schema': {
+                 'type': 'object', 'properties': {
+                     'apiVersion': {'type': 'string'}, 'kind': {'type': 'string'}, 'metadata': {'type': 'object'},
+                     'spec': {'type': 'object', 'properties': {
+                         'size': {'x-kubernetes-int-or-string': True,
+                                  'anyOf': [{'type': 'integer'}, {'type': 'string'}]},
+                         'note': {'type': 'string', 'nullable': True},
+                         'mode': {'type': 'string', 'default': 'shared'},
+                         'count': {'type': 'integer', 'format': 'int64'},
+                         'free': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True, 'properties': {
+                             'known': {'type': 'object', 'properties': {'a': {'type': 'string'}}}}},
+                         'template': {'type': 'object', 'x-kubernetes-embedded-resource': True, 'properties': {
+                             'spec': {'type': 'object', 'properties': {'x': {'type': 'string'}}}}},
+                         'labels': {'type': 'object', 'additionalProperties': {'type': 'string'}},
+                     }}}}}}]}}
+
+
+def test_the_openapi_extensions_as_kube_apiserver_reads_them(api):
+    """nullable, x-kubernetes-int-or-string, -preserve-unknown-fields, -embedded-resource, int64, maps, and nulls."""
+    api.add('apiextensions.k8s.io/v1', 'customresourcedefinitions', WIDGET_CRD)
+    path = '/apis/example.com/v1/namespaces/default/widgets'
+
+    def widget(name, **spec):
+        return {'apiVersion': 'example.com/v1', 'kind': 'Widget', 'metadata': {'name': name}, 'spec': spec}
+
+    code, headers, answer = raw(api, 'POST', path, widget(
+        'a', size='2Gi', note=None, mode=None, count=3, labels={'k': 'v'}, extra=1,
+        free={'anything': {'deep': [1]}, 'known': {'a': 'b', 'pruned': 2}},
+        template={'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'bogus': 1},
+                  'spec': {'x': 'y', 'z': 1}}))
+    assert code == 201, answer
+    assert headers.get('Warning') == ', '.join('299 - "unknown field \\"%s\\""' % field for field in (
+        'spec.extra', 'spec.free.known.pruned', 'spec.template.metadata.bogus', 'spec.template.spec.z'))
+    assert answer['spec'] == {
+        'size': '2Gi', 'note': None, 'mode': 'shared', 'count': 3, 'labels': {'k': 'v'},
+        'free': {'anything': {'deep': [1]}, 'known': {'a': 'b'}},
+        'template': {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x'}, 'spec': {'x': 'y'}}}
+    code, _h, answer = raw(api, 'POST', path, widget('b', size=7, count=None))
+    assert code == 201 and answer['spec'] == {'size': 7, 'mode': 'shared'}  # a null it does not allow: dropped
+    code, _h, answer = raw(api, 'POST', path, widget('c', size=True, note=5, count=1.5, template={'apiVersion': 'v1'}))
+    assert code == 422
+    assert [(c['reason'], c['field']) for c in answer['details']['causes']] == [
+        ('FieldValueTypeInvalid', 'spec.count'), ('FieldValueTypeInvalid', 'spec.note'),
+        ('FieldValueTypeInvalid', 'spec.size'), ('FieldValueRequired', 'spec.template.kind')]
+    assert answer['details']['causes'][0]['message'] == (
+        'Invalid value: "number": spec.count in body must be of type integer: "number"')
+
+
+def test_a_crd_kube_apiserver_would_refuse_is_422(api):
+    crd = copy.deepcopy(WIDGET_CRD)
+    crd['metadata']['name'] = 'widget.example.com'
+    crd['spec']['versions'][0]['storage'] = False
+    del crd['spec']['versions'][0]['schema']
+    code, _h, answer = raw(api, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
+    assert code == 422 and answer['message'].startswith(
+        'CustomResourceDefinition.apiextensions.k8s.io "widget.example.com" is invalid: [')
+    assert [(c['reason'], c['field']) for c in answer['details']['causes']] == [
+        ('FieldValueInvalid', 'metadata.name'), ('FieldValueInvalid', 'spec.versions'),
+        ('FieldValueRequired', 'spec.versions[0].schema.openAPIV3Schema')]

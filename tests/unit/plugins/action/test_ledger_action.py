@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import textwrap
+
+import pytest
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, hold, resolve
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
@@ -90,3 +95,51 @@ def test_stage_or_resolve(tmp_path):
             changed: true
         ''')
     assert rc == 2 and 'one of the following is required: stage, resolve' in task_results(output)[0]['msg']
+
+
+def test_an_unknown_action_name_to_resolve_or_hold_is_refused_naming_the_known_ones(tmp_path):
+    """A typo (rebot) would resolve or hold nothing and leave the step pending without a word."""
+    rc, output = run_playbook(tmp_path, '''\
+        - name: Record the firmware stage
+          gpunet.rdma.ledger:
+            stage: firmware
+            pending: [{action: reboot, allowed: true}]
+        - name: A typo in resolve
+          gpunet.rdma.ledger:
+            resolve: [rebot]
+            how: reboot
+          ignore_errors: true
+        - name: A typo in hold
+          gpunet.rdma.ledger:
+            hold: [{action: firmware_rest, reason: bond0 runs over mlx5_bond_0}]
+          ignore_errors: true
+        - name: Show the ledger
+          ansible.builtin.debug:
+            var: ansible_facts.gpunet_rdma_ledger
+        ''')
+    assert rc == 0, output
+    results = task_results(output)
+    known = 'firmware_reset, driver_restart, netns_switch, runtime_restart, sriov_change, reboot'
+    assert results[1]['failed'] is True and 'rebot' in results[1]['msg'] and known in results[1]['msg']
+    assert results[2]['failed'] is True and 'firmware_rest' in results[2]['msg'] and known in results[2]['msg']
+    # nothing was resolved: the reboot still waits
+    assert results[3]['ansible_facts.gpunet_rdma_ledger']['firmware']['pending'] == [
+        {'action': 'reboot', 'allowed': True, 'reason': ''}]
+
+
+@pytest.mark.parametrize('actions, message', [
+    (['rebot'], "resolve: 'rebot' is not an action; the actions are firmware_reset, driver_restart"),
+    (['reboot', 'fw_reset', 'rebot'], "resolve: 'fw_reset', 'rebot' are not an action"),
+    ('reboot', 'resolve must be a list of action names'),
+])
+def test_resolve_refuses_unknown_actions_for_every_caller(actions, message):
+    with pytest.raises(LedgerError, match=re.escape(message)):
+        resolve({}, actions, 'reboot')
+
+
+def test_resolve_and_hold_name_the_stage_of_a_malformed_ledger():
+    with pytest.raises(LedgerError, match=re.escape("the ledger, stage firmware: lacks field 'status'")):
+        resolve({'firmware': {'stage': 'firmware', 'changed': True, 'pending': [], 'problems': [], 'detail': {}}},
+                ['reboot'], 'reboot')
+    with pytest.raises(LedgerError, match=re.escape("the ledger, stage ofed: the entry must be a dict")):
+        hold({'ofed': 'changed'}, [{'action': 'driver_restart', 'reason': 'bond0'}])

@@ -100,3 +100,37 @@ def test_bad_names_and_dest_are_refused(tmp_path):
     (tmp_path / 'plain').write_text('')
     rc, result = run(tmp_path, tmp_path / 'plain', FILES)
     assert rc != 0 and 'is not a directory' in result['msg']
+
+
+def test_modes_a_manifest_must_not_have_are_refused_and_nothing_is_written(tmp_path):
+    """The one mode check (mode_problem): malformed and out-of-range values, setuid/setgid/sticky, world-writable."""
+    bad = {'-1': 'neither an octal mode', '77777': 'neither an octal mode', '4755': 'setuid, setgid or sticky bit',
+           '2644': 'setuid, setgid or sticky bit', '0666': 'world-writable', 'u=rw,o=rw': 'world-writable',
+           'u=rw,g=r,o=r': 'is not an octal mode'}
+    playbook = tmp_path / 'play.yml'
+    playbook.write_text(textwrap.dedent('''\
+        - hosts: node1
+          gather_facts: false
+          tasks:
+            - name: Write the manifests
+              gpunet.rdma.manifests:
+                dest: %s
+                files: %s
+                mode: "{{ item }}"
+              loop: %s
+              ignore_errors: true
+        ''') % (json.dumps(str(tmp_path / 'out')), json.dumps(FILES), json.dumps(sorted(bad))))
+    inventory = tmp_path / 'hosts.ini'
+    inventory.write_text('node1 ansible_host=192.0.2.1 ansible_connection=ssh\n')
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'),
+               ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_NOCOLOR='1')
+    done = subprocess.run(['ansible-playbook', '-i', str(inventory), str(playbook)], env=env, capture_output=True,
+                          text=True, check=False)
+    output = json.loads(done.stdout[done.stdout.index('{'):])
+    results = output['plays'][0]['tasks'][0]['hosts']['node1']['results']
+    assert [item['item'] for item in results] == sorted(bad)
+    assert output['stats']['node1']['ignored'] == 1 and output['stats']['node1']['changed'] == 0
+    for item in results:
+        assert item['msg'].startswith('gpunet.rdma.manifests: mode: '), item['msg']
+        assert bad[item['item']] in item['msg'] and 'Nothing was written.' in item['msg'], item['msg']
+    assert not (tmp_path / 'out').exists()

@@ -67,6 +67,29 @@ SPIDER_OPTIONS = {'gpu_nics': [{'gpu': 1, 'nic': 'enp11s0f0np0'}],
 MLXCONFIG = {'item': {'device': 'mlx5_0', 'pci_address': '0000:0c:00.0'}, 'device': '0000:0c:00.0', 'changes': {},
              'pending': [], 'config': {'LINK_TYPE_P1': {'current': 'IB(1)', 'next_boot': 'IB(1)'}}}
 PERFTEST = {'device': 'mlx5_0', 'port': 1, 'tool': 'ib_write_bw', 'ok': True, 'problem': None, 'record': {}}
+FIRMWARE = {'apply': 'none', 'pending': [], 'reboot_required': False, 'devices': [
+    {'device': 'mlx5_0', 'pci_address': '0000:0c:00.0', 'pending': [],
+     'values': {'LINK_TYPE_P1': {'current': 'IB(1)', 'next_boot': 'IB(1)'}}}]}
+
+
+def entry(stage, detail=None, **fields):
+    """A stage's envelope as the ledger action records it, with ``fields`` replaced (``drop`` names keys to leave
+    out)."""
+    result = {'stage': stage, 'status': 'ok', 'changed': False, 'pending': [], 'problems': [], 'detail': detail or {}}
+    for key in fields.pop('drop', ()):
+        del result[key]
+    result.update(fields)
+    return result
+
+
+def without(record, key):
+    return dict((k, v) for k, v in record.items() if k != key)
+
+
+FIRMWARE_VALUE_NOT_A_DICT = dict(FIRMWARE, devices=[dict(FIRMWARE['devices'][0], values={'LINK_TYPE_P1': 'IB(1)'})])
+FIRMWARE_DEVICE_NO_PENDING = dict(FIRMWARE, devices=[without(FIRMWARE['devices'][0], 'pending')])
+VALIDATION_RATE_TEXT = {'tests': [{'host': 'h1', 'line_rate_gbps': '200 Gb/s'}]}
+OPERATOR_IF_NAMES_TEXT = entry('network_operator', {'resources': [{'resource': 'rdma/rdma_a100', 'if_names': 'ibp12s0'}]})
 
 
 def case(name, value, *args, **kwargs):
@@ -95,10 +118,22 @@ CASES = [
     case('rdma_ledgers', ['h1'], {'h1': {'ansible_facts': 'x'}}, arg='ansible_facts of h1', says=['must be a dict']),
     case('rdma_rollout_plan', 'firmware', arg='the input', says=['must be a dict', 'gpunet_rdma_ledger']),
     case('rdma_rollout_plan', ['firmware'], arg='the input', says=['must be a dict', 'got a list of 1 item']),
-    case('rdma_rollout_plan', {'firmware': 'ok'}, arg='ledger entry firmware', says=['is not a dict']),
+    case('rdma_rollout_plan', {'firmware': 'ok'}, arg='the ledger, stage firmware',
+         says=['the entry must be a dict (an envelope: stage, status', "got str 'ok'"]),
+    case('rdma_rollout_plan', {'firmware': entry('firmware', drop=['changed', 'problems'])},
+         arg='the ledger, stage firmware', says=["lacks field 'changed' (expected true or false)", "also lacks 'problems'"]),
+    case('rdma_rollout_plan', {'ofed': entry('ofed', pending=[{'action': 'driver_restart', 'allowed': 'yes'}])},
+         arg='the ledger, stage ofed', says=["field 'pending[0].allowed' must be true or false", "got str 'yes'"]),
+    case('rdma_rollout_plan', {'ofed': entry('ofed', status='done')}, arg='the ledger, stage ofed',
+         says=["field 'status' is str 'done', not one of ok, changed, pending, failed, skipped"]),
     case('rdma_disruption_guard', ['firmware'], {}, arg='the input', says=['must be a dict', 'gpunet_rdma_ledger']),
     case('rdma_disruption_guard', {}, 'bond0', arg='management_path', says=['must be a dict', 'rdma_management_path']),
-    case('rdma_disruption_guard', {'firmware': 'ok'}, {}, arg='ledger entry firmware', says=['is not a dict']),
+    case('rdma_disruption_guard', {'firmware': 'ok'}, {}, arg='the ledger, stage firmware',
+         says=['the entry must be a dict']),
+    case('rdma_disruption_guard', {'firmware': entry('firmware', detail='mlx5_0')}, {'interfaces': []},
+         arg='the ledger, stage firmware', says=["field 'detail' must be a dict", "got str 'mlx5_0'"]),
+    case('rdma_disruption_guard', {'firmware': entry('firmware', pending=['rebot'])}, {},
+         arg='the ledger, stage firmware', says=["field 'pending[0].action' is str 'rebot'", 'firmware_reset']),
     case('rdma_fabrics', None, HOSTVARS, arg='the input', says=['must be a list of host names', 'got null']),
     case('rdma_fabrics', ['h1'], [], arg='hostvars', says=['must be a dict', 'got an empty list']),
     case('rdma_fabrics', ['h1'], {'h1': {'gpunet_rdma_fabric': 7}}, arg='gpunet_rdma_fabric of h1',
@@ -160,6 +195,8 @@ CASES = [
     case('rdma_host_ofed', 'h1', HOSTVARS, arg='the input', says=['must be a list of host names']),
     case('rdma_host_ofed', ['h1'], {'h1': {'ansible_facts': {'rdma_driver': 'MLNX_OFED'}}},
          arg='ansible_facts.rdma_driver of h1', says=['must be a dict (rdma_driver facts)']),
+    case('rdma_host_ofed', ['h1'], {'h1': {'ansible_facts': {'rdma_driver': {}, 'gpunet_rdma_ledger': {
+        'ofed': 'changed'}}}}, arg='ledger of host h1, stage ofed', says=['must be a dict']),
     case('rdma_network_operator_status', {'kind': 'NicClusterPolicy'}, [], arg='the input',
          says=['must be a list of NicClusterPolicy and NicNodePolicy objects']),
     case('rdma_network_operator_status', [{'status': 'ready'}], [], arg='the input[0].status', says=['must be a dict']),
@@ -192,6 +229,36 @@ CASES = [
     case('rdma_fleet_report', [RESULT], ['h1'], {'h1': 'ok'}, arg='ledgers[h1]', says=['must be a dict']),
     case('rdma_fleet_report', [RESULT], ['h1'], fabrics='ib_a100', arg='fabrics', says=['must be a dict']),
     case('rdma_fleet_report', [RESULT], arg='all_hosts', says=['missing a required argument']),
+    # the stage ledgers it reads: the host, the stage and the field, never "unexpected type or shape"
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'firmware': entry('firmware', without(FIRMWARE, 'apply'))}},
+         arg='ledgers: ledger of host h1, stage firmware',
+         says=["lacks field 'detail.apply' (expected a string naming how pending changes are activated"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'firmware': 'ok'}},
+         arg='ledgers: ledger of host h1, stage firmware', says=['the entry must be a dict', "got str 'ok'"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'firmware': entry('firmware', drop=['status'])}},
+         arg='ledger of host h1, stage firmware', says=["lacks field 'status' (expected one of ok, changed"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'firmware': entry('firmware',
+                                                                          dict(FIRMWARE, devices='mlx5_0'))}},
+         arg='ledger of host h1, stage firmware', says=["field 'detail.devices' must be a list of device records"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'firmware': entry('firmware', FIRMWARE_VALUE_NOT_A_DICT)}},
+         arg='ledger of host h1, stage firmware', says=["field 'detail.devices[0].values[LINK_TYPE_P1]' must be a dict", "got str 'IB(1)'"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'firmware': entry('firmware', FIRMWARE_DEVICE_NO_PENDING)}},
+         arg='ledger of host h1, stage firmware', says=["lacks field 'detail.devices[0].pending'"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'tuning': entry('tuning', {'ports': ['enp11s0f0np0']})}},
+         arg='ledger of host h1, stage tuning', says=["field 'detail.ports[0]' must be a dict (a port record)"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'ofed': entry('ofed', {'missing_modules': 'mlx5_ib'})}},
+         arg='ledger of host h1, stage ofed', says=["field 'detail.missing_modules' must be a list of strings"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'validation': entry('validation', VALIDATION_RATE_TEXT)}},
+         arg='ledger of host h1, stage validation', says=["field 'detail.tests[0].line_rate_gbps' must be a number", "got str '200 Gb/s'"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'scope': entry('scope', {'in_scope': False})}},
+         arg='ledger of host h1, stage scope', says=["lacks field 'detail.reason'", 'why the host is out of scope']),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'sriov': entry('sriov', {'pfs': [{'vfs': 'virtfn0'}]})}},
+         arg='ledger of host h1, stage sriov', says=["field 'detail.pfs[0].vfs' must be a list of VF records"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'localhost': {'network_operator': OPERATOR_IF_NAMES_TEXT}},
+         arg='ledger of host localhost, stage network_operator',
+         says=["field 'detail.resources[0].if_names' must be a list of strings"]),
+    case('rdma_fleet_report', [RESULT], ['h1'], {'h1': {'pvrdma': entry('pvrdma', problems={'count': 0})}},
+         arg='ledger of host h1, stage pvrdma', says=["field 'problems' must be a list of strings"]),
     case('rdma_firmware_result', 'mlx5_0', 'h1', 'none', arg='the input',
          says=['must be a list of results of gpunet.rdma.mlxconfig']),
     case('rdma_firmware_result', [MLXCONFIG], None, 'none', arg='host', says=['must be a string']),
@@ -210,9 +277,19 @@ CASES = [
          says=['needs pass, fail']),
     case('rdma_report_markdown', {'hosts': [], 'summary': dict(SUMMARY, hosts='one')}, arg='the input (report)',
          says=['TypeError'], fallback=True),
-    # rdma_report_html.py (its own checks)
+    # rdma_report_html.py: the checks of rdma_report_markdown
+    case('rdma_report_html', 'report', arg='the input', says=['output of rdma_fleet_report', "got str 'report'"]),
+    case('rdma_report_html', {'hosts': [], 'summary': 'all pass'}, arg='the input.summary', says=['must be a dict']),
+    case('rdma_report_html', {'hosts': {}, 'summary': SUMMARY}, arg='the input.hosts',
+         says=['must be a list of host records']),
+    case('rdma_report_html', {'hosts': ['h1'], 'summary': SUMMARY}, arg='the input.hosts[0]',
+         says=['must be a dict (a host record of rdma_fleet_report)']),
     case('rdma_report_html', {'hosts': [], 'summary': SUMMARY}, '90%', arg='min_line_rate_pct',
          says=['must be a number']),
+    case('rdma_report_html', {'hosts': [], 'summary': SUMMARY}, -5, arg='min_line_rate_pct',
+         says=['must be a percentage between 1 and 100', 'got -5']),
+    case('rdma_report_html', {'hosts': [], 'summary': SUMMARY}, 'many', 2, arg='the input',
+         says=['too many positional arguments']),
     # rdma_spiderpool.py
     case('rdma_spiderpool', 'roce-1', 'roce_a100', SPIDER_OPTIONS, arg='the input',
          says=["must be a list of the group's hosts"]),
@@ -228,7 +305,10 @@ CASES = [
     # rdma_validate.py
     case('rdma_line_rate', ['#bytes'], 200, arg='the input', says=['must be a string (the output of ib_write_bw)']),
     case('rdma_line_rate', '', 'fast', arg='rate_gbps', says=['must be a number', "got str 'fast'"]),
-    case('rdma_line_rate', '', 200, None, arg='min_pct', says=['must be a number', 'got null']),
+    case('rdma_line_rate', '', 200, None, arg='min_pct', says=['must be a percentage above 0 and at most 100', 'got null']),
+    case('rdma_line_rate', '', 200, -5, arg='min_pct', says=['must be a percentage above 0 and at most 100', 'got int -5']),
+    case('rdma_pod_result', '', 200, '150', arg='min_pct', says=['must be a percentage above 0 and at most 100',
+                                                                 "got str '150'"]),
     case('rdma_line_rate', '', 200, rc='failed', arg='rc', says=['must be a whole number']),
     case('rdma_pod_result', {'log': ''}, 200, arg='the input', says=["must be a string (the client pod's log)"]),
     case('rdma_pod_result', '', [200], arg='rate_gbps', says=['must be a number']),
@@ -288,6 +368,8 @@ CASES = [
     case('rdma_sriov_nodes', 'h1', HOSTVARS, [NODE], arg='the input', says=['must be a list of host names']),
     case('rdma_sriov_nodes', ['h1'], 'h1', [NODE], arg='hostvars', says=['must be a dict']),
     case('rdma_sriov_nodes', ['h1'], HOSTVARS, ['h1'], arg='nodes[0]', says=['must be a dict (a Node object)']),
+    case('rdma_sriov_nodes', ['h1'], {'h1': {'ansible_facts': {'gpunet_rdma_ledger': {'sriov': 'ok'}}}}, [NODE],
+         arg='ledger of host h1, stage sriov', says=['must be a dict']),
     case('rdma_hostdev_allocatable', [{'group': 'g'}], [], arg='the input[0]', says=['needs mode']),
     case('rdma_perftest_records', [], [], 'h1', 'pair', ['server'], arg='extra', says=['must be a dict']),
     # rdma_ownership.py

@@ -173,6 +173,9 @@ def test_fabric_defaults_and_hosts():
     ({'validation': {'rails': ['mlx5_0', {'device': 'mlx5_1', 'port': 0}]}},
      r'validation.rails\[1\] must be a device name'),
     ({'validation': {'rails': [['mlx5_0', 3]]}}, r'validation.rails\[0\] must be a device name'),
+    ({'validation': {'min_line_rate_pct': -5}}, 'validation.min_line_rate_pct must be a percentage above 0 and at most'),
+    ({'validation': {'nccl_min_busbw_pct': 150}}, 'validation.nccl_min_busbw_pct must be a percentage above 0'),
+    ({'validation': {'min_line_rate_pct': '90'}}, r"validation.min_line_rate_pct must be a percentage .*got '90'"),
 ])
 def test_fabric_errors_name_the_group_and_key(change, message):
     fabric = dict(H100, **change)

@@ -343,6 +343,7 @@ def _driver_facts(ofed_info_file=None, mlx5_origin='inbox'):
 
 def test_rdma_host_ofed_from_recorded_ofed_info():
     from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_host_ofed
+    from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import envelope
     hostvars = {
         'inbox': {'ansible_facts': {'rdma_driver': _driver_facts()}},
         'mlnx': {'ansible_facts': {'rdma_driver': _driver_facts('daocloud-spiderpool-ofed-driver-s.txt', 'ofed')}},
@@ -350,7 +351,7 @@ def test_rdma_host_ofed_from_recorded_ofed_info():
         'oot': {'ansible_facts': {'rdma_driver': _driver_facts(mlx5_origin='ofed')}},
         'pkg': {'ansible_facts': {'rdma_driver': dict(_driver_facts(), packages={'doca-ofed': '25.01-0.6.0.0'})}},
         'planned': {'ansible_facts': {'rdma_driver': _driver_facts(), 'gpunet_rdma_ledger': {
-            'ofed': {'stage': 'ofed', 'detail': {'source': 'doca_repo'}}}}},
+            'ofed': envelope('ofed', detail={'source': 'doca_repo'})}}},
         'unknown': {'ansible_facts': {}},
     }
     found = rdma_host_ofed(sorted(hostvars), hostvars)

@@ -576,3 +576,24 @@ def test_container_labels_of_any_shape():
     assert container_labels('{"Labels": {"io.kubernetes.pod.name": "p", "n": 1}}') == {'io.kubernetes.pod.name': 'p'}
     assert container_labels('[1, 2]') == {} and container_labels('not json') == {}
     assert container_labels('{"Labels": "x"}') == {} and container_labels('') == {}
+
+
+def test_an_imports_directory_that_cannot_be_listed_is_refused_not_read_as_empty(tmp_path, monkeypatch):
+    """containerd (root) lists it; read as empty, the drop-in of ours would be placed against a table another file of
+    that directory replaces. root can list anything here, so the kernel's EACCES is simulated at the syscall."""
+    from ansible_collections.gpunet.rdma.plugins.module_utils import _containerd
+    conf_d = tmp_path / 'conf.d'
+    conf_d.mkdir()
+    (conf_d / '99-nvidia.toml').write_text('version = 2\n')
+    real_listdir = os.listdir
+
+    def listdir(path='.'):
+        if os.path.abspath(path) == str(conf_d):
+            raise PermissionError(13, 'Permission denied', path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, 'listdir', listdir)
+    with pytest.raises(_containerd.ConfigError) as error:
+        _containerd.go_glob(str(conf_d / '*.toml'))
+    assert str(error.value) == ('%s cannot be listed: permission denied, so the files an imports glob matches there '
+                                'are unknown; make it readable by the user the module runs as (root)' % conf_d)

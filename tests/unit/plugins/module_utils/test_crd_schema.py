@@ -203,14 +203,46 @@ def test_walks_take_any_object(value):
     assert isinstance(problems, list) and all(isinstance(item, str) for item in problems)
 
 
+# Structural schemas of any nesting over the keys JSON uses, so that the walks find fields to prune and defaults to
+# apply (JSON alone is seldom a schema that declares anything).
+KEYS = st.sampled_from(['apiVersion', 'kind', 'metadata', 'spec', 'name', 'size', 'labels', 'free', 'items', 'x'])
+SCHEMA_FLAGS = {'type': st.sampled_from(['object', 'array', 'string', 'integer']), 'default': JSON,
+                'nullable': st.booleans(), 'x-kubernetes-preserve-unknown-fields': st.booleans()}
+SCHEMA = st.recursive(
+    st.fixed_dictionaries({}, optional=SCHEMA_FLAGS),
+    lambda children: st.fixed_dictionaries({}, optional=dict(
+        SCHEMA_FLAGS, properties=st.dictionaries(KEYS, children, max_size=4), items=children,
+        additionalProperties=children | st.booleans(), **{'x-kubernetes-embedded-resource': st.booleans()})),
+    max_leaves=12)
+
+
+def _outcome(function, *args):
+    """``('ok', result)`` or ``('CrdError', message)``: any other exception fails the test."""
+    try:
+        return 'ok', function(*args)
+    except CrdError as exc:
+        assert str(exc)
+        return 'CrdError', str(exc)
+
+
 @settings(deadline=None)
-@given(value=JSON, schema=JSON)
+@given(value=st.dictionaries(KEYS, JSON, max_size=5) | JSON, schema=SCHEMA | JSON)
 def test_walks_take_any_schema(value, schema):
-    for function in (unknown_fields, lambda v, s: prune(v, s)[1], apply_defaults):
-        try:
-            function(value, schema)
-        except CrdError as exc:
-            assert str(exc)
+    """Over any schema: pruning is idempotent and removes exactly what unknown_fields reports, defaulting is
+    idempotent, and neither touches its input."""
+    before = copy.deepcopy(value)
+    found = _outcome(unknown_fields, value, schema)
+    pruned = _outcome(prune, value, schema)
+    assert found[0] == pruned[0]  # both walks refuse the same schemas
+    if pruned[0] == 'ok':
+        kept, removed = pruned[1]
+        assert removed == found[1] and all(isinstance(path, str) for path in removed)
+        assert prune(kept, schema) == (kept, [])  # idempotent: a pruned object has nothing left to prune
+        assert unknown_fields(kept, schema) == []
+    defaulted = _outcome(apply_defaults, value, schema)
+    if defaulted[0] == 'ok':
+        assert apply_defaults(defaulted[1], schema) == defaulted[1]  # idempotent: defaults are applied once
+    assert value == before
 
 
 @settings(deadline=None)

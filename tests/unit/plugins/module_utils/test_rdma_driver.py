@@ -295,13 +295,37 @@ def test_property_ofed_info_any_text(text):
     assert result is None or (result['flavor'] and result['version'][0].isdigit())
 
 
-@PROPERTY
-@given(st.binary(max_size=200))
-def test_property_ofed_info_any_bytes_as_the_module_decodes_them(data):
+# Lines ofed_info prints (-s, and without it the release line, then components), among which any bytes fall.
+OFED_INFO_LINES = [b'MLNX_OFED_LINUX-23.10-1.1.9.0:', b'OFED-internal-24.07-0.3.5.0.110:', b'MLNX_OFED_LINUX-4.9-7.1.0.0',
+                   b'MLNX_OFED_LINUX-24.10-2.1.8.0 (OFED-24.10-2.1.8):', b'  OFED-internal-25.04-0.6.1.0 (OFED-25.04):  ',
+                   b'clusterkit:', b'/sw/release/x.src.rpm', b'', b' \t']
+
+
+def _ofed_info_outcome(text):
     try:
-        parse_ofed_info(data.decode('utf-8', 'replace'))
-    except DriverError:
-        pass
+        return 'ok', parse_ofed_info(text)
+    except DriverError as exc:
+        return 'DriverError', str(exc)
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(OFED_INFO_LINES) | st.binary(max_size=30), max_size=6).map(b'\n'.join))
+def test_property_ofed_info_any_bytes_as_the_module_decodes_them(data):
+    """The first line that is not blank decides, and a release read back from what it names is the same release."""
+    text = data.decode('utf-8', 'replace')
+    first = next((line.strip() for line in text.splitlines() if line.strip()), None)
+    outcome = _ofed_info_outcome(text)
+    if first is None:
+        assert outcome == ('ok', None)
+        return
+    assert outcome == _ofed_info_outcome(first)
+    if outcome[0] == 'DriverError':
+        assert 'names no OFED release' in outcome[1]
+        return
+    release = outcome[1]
+    assert sorted(release) == ['flavor', 'version'] and release['version'][0].isdigit()
+    assert first.startswith('%s-%s' % (release['flavor'], release['version']))
+    assert parse_ofed_info('%s-%s:\n' % (release['flavor'], release['version'])) == release  # round trip
 
 
 @PROPERTY

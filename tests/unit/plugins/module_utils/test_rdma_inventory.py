@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -496,13 +497,101 @@ def test_property_ibdev2netdev_any_text(text):
     assert sorted(d['device'] for d in devices) == sorted(set(p['device'] for p in ports))
 
 
+RECORDED = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'recorded')
+
+
+def _recorded_lines(*names):
+    lines = []
+    for name in names:
+        with open(os.path.join(RECORDED, name), 'rb') as handle:
+            lines += handle.read().splitlines()
+    return lines
+
+
+# Lines as the tools print them (recorded, and the older forms), among which any bytes or text fall.
+IBDEV2NETDEV_LINES = _recorded_lines('seed003-a100-ibdev2netdev.txt', 'seed003-v100-ibdev2netdev.txt',
+                                     'ibdev2netdev-verbose.txt') + [
+    b'mlx4_0 port 1 <===> ib0', b'mlx4_0 port 2 <===> ib1', b'mlx5_2 port 1 ==> ib2 (NA)', b'',
+    b'0000:5e:00.2 mlx5_2 (MT4120 - NA) fw 16.35.2000 port 1 (ACTIVE) ==> ibp94s0f0v0 (Up)']
+RDMA_LINK_LINES = _recorded_lines('seed001-host-rdma-link.txt', 'seed001-pod-rdma-link.txt') + [
+    b'1/1: mlx5_0/1: state ACTIVE physical_state LINK_UP netdev ens1f0',
+    b'link mlx5_1/1 subnet_prefix fe80:0000:0000:0000 lid 3 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP',
+    b'link mlx5_2/1 state DOWN physical_state POLLING', b'link mlx5_3/2 state UNKNOWN physical_state NOP',
+    b'link mlx5_4/1 state ACTIVE physical_state ARMED netdev ens8 \\    caps: <CM>', b'    caps: <CM, IP_BASED_GIDS>', b'']
+RDMA_LINK_JSON = [b'[]'] + [b'\n'.join(_recorded_lines(name)) for name in (
+    'seed001-8nic-rdma-link.json', 'rdma-link-old-ifname.json')] + [
+    b'[{"ifname": "mlx5_0", "port": 1, "subnet_prefix": "fe80:0000:0000:0000", "state": "ACTIVE"}]',
+    b'[{"ifname": "mlx5_0", "port": 1, "lid": 7, "sm_lid": 1, "state": "UNKNOWN", "netdev": ""}]']
+
+
+def _lines_among_bytes(lines):
+    return st.lists(st.sampled_from(lines) | st.binary(max_size=30), max_size=8).map(b'\n'.join)
+
+
+def check_records(ports, devices, source):
+    """The shape of what a parser returns: every key of a port and a device record, each of its type."""
+    for port in ports:
+        assert sorted(port) == sorted(PORT_KEYS)
+        assert isinstance(port['device'], str) and port['device']
+        assert isinstance(port['port'], int) and not isinstance(port['port'], bool) and port['port'] >= 1
+        assert port['source'] == source
+        assert port['state'] is None or port['state'] in ('NOP', 'DOWN', 'INIT', 'ARMED', 'ACTIVE', 'ACTIVE_DEFER')
+        assert port['physical_state'] is None or port['physical_state'] in (
+            'Sleep', 'Polling', 'Disabled', 'PortConfigurationTraining', 'LinkUp', 'LinkErrorRecovery', 'Phy Test')
+        assert port['link_layer'] in (None, 'InfiniBand', 'Ethernet')
+        assert port['netdev'] is None or (isinstance(port['netdev'], str) and port['netdev'])
+        assert port['netdev_state'] in (None, 'Up', 'Down')
+        assert port['virtual_function'] in (None, True, False)
+        assert isinstance(port['vfs'], list) and all(isinstance(vf, str) for vf in port['vfs'])
+        assert port['unknown'] == [key for key in ('state', 'physical_state', 'link_layer', 'rate_gbps')
+                                   if port[key] is None]
+        for key in ('lid', 'sm_lid'):
+            assert port[key] is None or (isinstance(port[key], int) and not isinstance(port[key], bool))
+    keys = [(p['device'], p['port']) for p in ports]
+    assert len(set(keys)) == len(keys)  # a port once
+    assert _in_order([(_natural(device), number) for device, number in keys])  # in natural order of the names
+    names = [d['device'] for d in devices]
+    assert len(set(names)) == len(names) and set(names) == set(p['device'] for p in ports)
+    assert _in_order([_natural(name) for name in names])
+    for device in devices:
+        assert sorted(device) == sorted(DEVICE_KEYS)
+        assert device['ports'] == sorted(p['port'] for p in ports if p['device'] == device['device'])
+    json.dumps([ports, devices])  # facts must serialise (no surrogates, no bytes)
+
+
+def _in_order(keys):
+    return all(before <= after for before, after in zip(keys, keys[1:]))
+
+
+def _natural(name):
+    return [(0, int(part), '') if part.isdigit() and part.isascii() else (1, 0, part)
+            for part in re.split(r'([0-9]+)', name)]
+
+
+def render_ibdev2netdev(ports, devices):
+    """``ibdev2netdev -v`` lines of parsed records (NA for what a record does not know)."""
+    by_device = dict((d['device'], d) for d in devices)
+    lines = []
+    for port in ports:
+        device = by_device[port['device']]
+        lines.append('%s%s (%s) fw %s port %d (%s) ==> %s (%s)' % (
+            device['pci_address'] + ' ' if device['pci_address'] else '', port['device'], device['hca_type'] or 'NA',
+            device['fw_ver'] or 'NA', port['port'], port['state'] or 'NA', port['netdev'], port['netdev_state'] or 'NA'))
+    return '\n'.join(lines) + '\n'
+
+
 @PROPERTY
-@given(st.binary(max_size=300))
+@given(_lines_among_bytes(IBDEV2NETDEV_LINES))
 def test_property_ibdev2netdev_any_bytes_as_the_module_decodes_them(data):
+    """Records of the documented shape, and a round trip: the records printed back as ``ibdev2netdev -v`` lines
+    parse to the same records."""
     try:
-        parse_ibdev2netdev(data.decode('utf-8', 'replace'))
-    except RdmaParseError:
-        pass
+        ports, devices = parse_ibdev2netdev(data.decode('utf-8', 'replace'))
+    except RdmaParseError as exc:
+        assert str(exc) and exc.line is not None
+        return
+    check_records(ports, devices, 'ibdev2netdev')
+    assert parse_ibdev2netdev(render_ibdev2netdev(ports, devices)) == (ports, devices)
 
 
 @PROPERTY
@@ -629,22 +718,53 @@ def test_property_rdma_link_any_json(value):
     assert all(isinstance(p['port'], int) and p['port'] >= 1 for p in ports)
 
 
+# iproute2's spelling of the kernel's physical states (the facts keep the kernel's).
+RDMA_TOOL_PHYS_STATES = {'Sleep': 'SLEEP', 'Polling': 'POLLING', 'Disabled': 'DISABLED',
+                         'PortConfigurationTraining': 'PORT_CONFIGURATION_TRAINING', 'LinkUp': 'LINK_UP',
+                         'LinkErrorRecovery': 'LINK_ERROR_RECOVERY', 'Phy Test': 'PHY_TEST'}
+
+
+def render_rdma_link(ports, as_json):
+    """Parsed records printed back as ``rdma -j link`` or ``rdma link`` prints them; an InfiniBand port without a
+    LID keeps its link layer through the subnet prefix (the kernel sends both for IB ports only)."""
+    entries = []
+    for port in ports:
+        fields = [('state', port['state']), ('physical_state', RDMA_TOOL_PHYS_STATES.get(port['physical_state'])),
+                  ('netdev', port['netdev']), ('lid', port['lid']), ('sm_lid', port['sm_lid']),
+                  ('subnet_prefix', 'fe80:0000:0000:0000' if port['link_layer'] == 'InfiniBand' and port['lid'] is None
+                   else None)]
+        entries.append((port['device'], port['port'], [(k, v) for k, v in fields if v is not None]))
+    if as_json:
+        return json.dumps([dict([('ifname', device), ('port', number)] + fields) for device, number, fields in entries])
+    return ''.join('link %s/%d%s\n' % (device, number, ''.join(' %s %s' % field for field in fields))
+                   for device, number, fields in entries)
+
+
+def check_rdma_link(text):
+    """Records of the documented shape or the parser's own error, and a round trip: the records printed back in
+    the form they came in (JSON or text) parse to the same records."""
+    try:
+        ports, devices = parse_rdma_link(text)
+    except RdmaParseError as exc:
+        assert str(exc) and exc.line is not None
+        return
+    check_records(ports, devices, 'rdma')
+    assert all(p['link_layer'] in (None, 'InfiniBand') and p['netdev_state'] is None for p in ports)
+    as_json = text.strip().startswith(('[', '{'))
+    assert parse_rdma_link(render_rdma_link(ports, as_json)) == (ports, devices)
+
+
 @PROPERTY
-@given(st.text(max_size=300))
+@given(_lines_among_bytes(RDMA_LINK_LINES).map(lambda data: data.decode('utf-8', 'replace'))
+       | st.sampled_from(RDMA_LINK_JSON).map(bytes.decode) | st.text(max_size=300))
 def test_property_rdma_link_any_text(text):
-    try:
-        parse_rdma_link(text)
-    except RdmaParseError:
-        pass
+    check_rdma_link(text)
 
 
 @PROPERTY
-@given(st.binary(max_size=300))
+@given(_lines_among_bytes(RDMA_LINK_LINES) | st.sampled_from(RDMA_LINK_JSON) | st.binary(max_size=300))
 def test_property_rdma_link_any_bytes_as_the_module_decodes_them(data):
-    try:
-        parse_rdma_link(data.decode('utf-8', 'replace'))
-    except RdmaParseError:
-        pass
+    check_rdma_link(data.decode('utf-8', 'replace'))
 
 
 # ------------------------------------------------- sources completed by sysfs

@@ -389,3 +389,19 @@ def test_the_functions_of_a_dual_port_card_are_set_once_through_the_first(tmp_pa
     code, again = run({'device': 'mlx5_0', 'params': wanted}, capsys, tmp_path)
     assert code == 0 and again['changed'] is False and again['pending'] == ['LINK_TYPE_P2', 'SRIOV_EN']
     assert again['adapter'] == '0000:5e:00' and 'configured_through' not in again
+
+
+def test_an_unlistable_class_infiniband_is_named(lab, capsys, monkeypatch):
+    """os.listdir refused (EACCES): root lists anything, an unprivileged user or an LSM may not."""
+    directory = str(lab / 'sys' / 'class' / 'infiniband')
+    real = os.listdir
+
+    def listdir(path='.'):
+        if os.path.normpath(str(path)) == directory:
+            raise PermissionError(13, 'Permission denied', str(path))
+        return real(path)
+    monkeypatch.setattr(os, 'listdir', listdir)
+    code, result = run({'device': 'mlx5_7'}, capsys, lab)
+    assert code == 1 and result['msg'] == (
+        'Cannot read sysfs: %s cannot be listed: permission denied. Point sysfs_root at the sysfs mount (/sys), and '
+        'run as root.' % directory)

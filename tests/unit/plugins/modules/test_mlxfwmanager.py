@@ -233,3 +233,25 @@ def test_the_flash_of_a_dual_port_card_is_burned_once_and_one_reset_runs_it(tmp_
     assert after['pending'] == [] and after['reboot_required'] is False
     for name in ('mlx5_0', 'mlx5_1'):
         assert (tmp_path / 'sys' / 'class' / 'infiniband' / name / 'fw_ver').read_text() == '16.35.3006\n'
+
+
+def deny_listing(monkeypatch, directory):
+    """os.listdir refused (EACCES) on ``directory``: root lists anything, an unprivileged user or an LSM may not."""
+    real = os.listdir
+
+    def listdir(path='.'):
+        if os.path.normpath(str(path)) == os.path.normpath(directory):
+            raise PermissionError(13, 'Permission denied', str(path))
+        return real(path)
+    monkeypatch.setattr(os, 'listdir', listdir)
+
+
+def test_an_unlistable_sysfs_directory_is_named(lab, capsys, monkeypatch):
+    deny_listing(monkeypatch, str(lab / 'sys' / 'class' / 'infiniband'))
+    code, result = run({'devices': ['mlx5_7']}, capsys, lab)
+    assert code == 1 and result['msg'] == (
+        'Cannot read sysfs: %s cannot be listed: permission denied. Point sysfs_root at the sysfs mount (/sys), and '
+        'run as root.' % (lab / 'sys' / 'class' / 'infiniband'))
+    deny_listing(monkeypatch, str(lab / 'sys' / 'bus' / 'pci' / 'devices' / '0000:0c:00.0' / 'infiniband'))
+    code, result = run({'devices': ['0000:0c:00.0']}, capsys, lab)
+    assert code == 1 and 'bus/pci/devices/0000:0c:00.0/infiniband cannot be listed: permission denied' in result['msg']

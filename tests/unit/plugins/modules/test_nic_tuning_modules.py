@@ -176,3 +176,109 @@ def test_pci_tuning_refuses_other_vendors(lab, capsys):
     vendor.write_text('0x8086\n')
     rc, result = run(pci_tuning, pci_args(lab, devices=['0000:0b:00.0']), capsys)
     assert rc == 1 and 'not a Mellanox/NVIDIA function (vendor 0x8086' in result['msg']
+
+
+# ---------------------------------------------------------------- a port or function that refuses after others changed
+
+def wrapper(lab, name, script):
+    """A tool in front of the lab's double: ``script`` (sh) runs first and may refuse, else the double runs."""
+    path = lab / ('wrapped_' + name)
+    path.write_text('#!/bin/sh\n%s\nexec "%s" "$@"\n' % (script, lab / 'bin' / name))
+    path.chmod(0o755)
+    return str(path)
+
+
+def qos_reads(lab, capsys, interface):
+    rc, result = run(mlnx_qos, qos_args(lab, interfaces=[interface], trust=None, pfc_priorities=None), capsys)
+    assert rc == 0, result
+    return result['results'][0]['after']['trust'], result['results'][0]['after']['pfc_priorities']
+
+
+def test_mlnx_qos_second_port_refusing_undoes_the_first(lab, capsys):
+    tool = wrapper(lab, 'mlnx_qos', 'case " $* " in *" -i enp12s0f0np0 "*--trust*) '
+                   'echo "Priority trust state is not supported on your system"; exit 1 ;; esac')
+    rc, result = run(mlnx_qos, qos_args(lab, executable=tool), capsys)
+    assert rc == 1
+    assert 'on enp12s0f0np0 failed' in result['msg'] and 'enp12s0f0np0 still reads as before' in result['msg']
+    assert result['msg'].endswith('Changed before the failure and undone: trust pcp -> dscp and PFC priorities '
+                                  'none -> 3 on enp11s0f0np0.'), result['msg']
+    assert ['mlnx_qos', '-i', 'enp11s0f0np0', '--trust', 'pcp', '--pfc', '0,0,0,0,0,0,0,0'] in calls(lab, 'qos')
+    assert qos_reads(lab, capsys, 'enp11s0f0np0') == ('pcp', [])
+    assert qos_reads(lab, capsys, 'enp12s0f0np0') == ('pcp', [])
+
+
+def test_mlnx_qos_port_left_half_changed_by_the_tool_is_put_back(lab, capsys):
+    # mlnx_qos sets PFC before it looks at --trust: a trust value it refuses leaves the new PFC on the port
+    tool = wrapper(lab, 'mlnx_qos', 'case " $* " in *" -i enp12s0f0np0 --trust dscp "*) '
+                   'exec "%s" -i enp12s0f0np0 --trust none --pfc 0,0,0,1,0,0,0,0 ;; esac' % (lab / 'bin' / 'mlnx_qos'))
+    rc, result = run(mlnx_qos, qos_args(lab, executable=tool), capsys)
+    assert rc == 1 and 'Invalid trust state command' in result['msg'], result['msg']
+    assert 'enp12s0f0np0 was put back as it was' in result['msg']
+    assert 'undone: trust pcp -> dscp and PFC priorities none -> 3 on enp11s0f0np0.' in result['msg']
+    assert qos_reads(lab, capsys, 'enp11s0f0np0') == ('pcp', [])
+    assert qos_reads(lab, capsys, 'enp12s0f0np0') == ('pcp', [])
+
+
+def test_mlnx_qos_ecn_write_refused_on_the_second_port_undoes_the_first(lab, capsys, monkeypatch):
+    for netdev in NETDEVS:
+        add_ecn_tree(lab, netdev, enabled=(0,))
+    refused = str(lab / 'sys' / 'class' / 'net' / 'enp12s0f0np0' / 'ecn' / 'roce_rp' / 'enable' / '3')
+    real_open = os.open
+
+    def refusing_open(path, flags, *args, **kwargs):
+        if os.fspath(path) == refused and flags & os.O_WRONLY:
+            raise OSError(13, 'Permission denied', refused)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, 'open', refusing_open)
+    rc, result = run(mlnx_qos, qos_args(lab, ecn_priorities=[3]), capsys)
+    monkeypatch.undo()
+    assert rc == 1 and 'ECN roce_rp priority 3 on enp12s0f0np0 failed: writing 1 to %s failed' % refused in result['msg']
+    assert ('undone: ECN roce_np priority 3 on enp12s0f0np0; trust pcp -> dscp and PFC priorities none -> 3 on '
+            'enp12s0f0np0; ECN roce_rp priority 3 on enp11s0f0np0; ECN roce_np priority 3 on enp11s0f0np0; trust pcp '
+            '-> dscp and PFC priorities none -> 3 on enp11s0f0np0.') in result['msg'], result['msg']
+    for netdev in NETDEVS:
+        for direction in ('roce_np', 'roce_rp'):
+            base = lab / 'sys' / 'class' / 'net' / netdev / 'ecn' / direction / 'enable'
+            assert [(base / str(prio)).read_text() for prio in range(8)] == ['1\n'] + ['0\n'] * 7
+        assert qos_reads(lab, capsys, netdev) == ('pcp', [])
+
+
+def test_mlnx_qos_unlistable_class_net_is_named(lab, capsys, monkeypatch):
+    class_net = str(lab / 'sys' / 'class' / 'net')
+    real_listdir = os.listdir
+
+    def refusing_listdir(path='.'):
+        if os.fspath(path) == class_net:
+            raise PermissionError(13, 'Permission denied', class_net)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, 'listdir', refusing_listdir)
+    rc, result = run(mlnx_qos, qos_args(lab, interfaces=['eth9']), capsys)
+    monkeypatch.undo()
+    assert rc == 1 and '%s cannot be listed: permission denied' % class_net in result['msg'], result['msg']
+    assert 'Run the module as root' in result['msg'] and calls(lab, 'qos') == []
+
+
+def pci_devctl(lab, capsys, device):
+    args = pci_args(lab, devices=[device])
+    del args['max_read_request']
+    rc, result = run(pci_tuning, args, capsys)
+    assert rc == 0, result
+    return result['results'][0]['after']['word']
+
+
+@pytest.mark.parametrize('refusal, message', [
+    ('echo "pcilib: sysfs_write: write failed: Input/output error" >&2; exit 1', 'failed (rc=1): pcilib'),
+    # a platform that drops the write silently: setpci exits 0 and the register keeps its value
+    ('exit 0', 'does not accept 4096'),
+])
+def test_pci_tuning_second_function_refusing_undoes_the_first(lab, capsys, refusal, message):
+    tool = wrapper(lab, 'setpci', 'case "$1 $2 $3" in "-s 0000:0c:00.0 CAP_EXP+8.w="*) %s ;; esac' % refusal)
+    rc, result = run(pci_tuning, pci_args(lab, executable=tool), capsys)
+    assert rc == 1 and message in result['msg'], result['msg']
+    assert '0000:0c:00.0 still reads Device Control 2020' in result['msg']
+    assert result['msg'].endswith('Changed before the failure and undone: Max Read Request 512 -> 4096 bytes on '
+                                  '0000:0b:00.0.'), result['msg']
+    assert ['setpci', '-s', '0000:0b:00.0', 'CAP_EXP+8.w=2000:7000'] in calls(lab, 'pci')
+    assert [pci_devctl(lab, capsys, device) for device in PFS] == ['2020', '2020']

@@ -133,6 +133,51 @@ def test_a_resource_gone_before_the_patch_is_read_again(api, kubeconfig, capsys)
     assert len(sent(api)) == 1  # the rejected patch (422: nothing to remove), then a fresh read and nothing to send
 
 
+# ------------------------------------------------------------------ nodes of another shape
+
+def reshape_stored_node(api, name, change):
+    """Change a stored node behind the double's checks: what a proxy or a mock that rewrites answers would serve
+    (kube-apiserver, like the double, refuses to hold such a node)."""
+    for key, obj in api.store.items():
+        if key[1] == 'nodes' and obj['metadata']['name'] == name:
+            change(obj)
+            return
+    raise AssertionError('no node %s' % name)
+
+
+@pytest.mark.parametrize('field, value, expected', [
+    ('capacity', 5, 'Node gpu-v100-01: status.capacity is a number (5), not a map of resource name to quantity'),
+    ('allocatable', ['nvidia.com/hostdev'], 'Node gpu-v100-01: status.allocatable is a list, not a map of resource '
+                                            'name to quantity'),
+    ('capacity', 'nvidia.com/hostdev', 'Node gpu-v100-01: status.capacity is a string ("nvidia.com/hostdev"), not a '
+                                       'map'),
+])
+def test_a_resource_map_of_another_type_is_named_and_nothing_is_patched(api, kubeconfig, capsys, field, value,
+                                                                        expected):
+    reshape_stored_node(api, 'gpu-v100-01', lambda obj: obj['status'].__setitem__(field, value))
+    for nodes in ([], ['gpu-a100-01', 'gpu-v100-01']):
+        message = failed({'names': [HOSTDEV], 'nodes': nodes, 'kubeconfig': kubeconfig}, capsys)
+        assert message.startswith(expected), message
+        assert 'in the answer of the server at %s' % api.url in message
+        assert message.endswith('check host or the kubeconfig\'s server (a proxy or a mock in the way?). Nothing was '
+                                'patched.')
+    assert sent(api) == []
+
+
+def test_a_status_that_is_not_an_object_is_named(api, kubeconfig, capsys):
+    reshape_stored_node(api, 'gpu-a100-01', lambda obj: obj.__setitem__('status', 'Ready'))
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys)
+    assert message.startswith('Node gpu-a100-01: status is a string ("Ready"), not an object')
+    assert sent(api) == []  # gpu-v100-01, listed first and well formed, is not patched either
+
+
+def test_a_node_without_a_name_is_named(api, kubeconfig, capsys):
+    reshape_stored_node(api, 'gpu-a100-01', lambda obj: obj['metadata'].__setitem__('name', 7))
+    message = failed({'names': [HOSTDEV], 'kubeconfig': kubeconfig}, capsys)
+    assert message.startswith('The server at %s answered a node without a metadata.name' % api.url)
+    assert message.endswith('Nothing was patched.') and sent(api) == []
+
+
 # ------------------------------------------------------------------ connection options, as kubernetes.core's
 
 def test_awx_kubernetes_credential_environment(api, capsys, monkeypatch):

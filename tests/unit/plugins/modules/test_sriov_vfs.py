@@ -254,9 +254,113 @@ def test_a_plain_file_tree_is_detected_and_put_back(tmp_path, capsys):
     assert result['failed'] is True
     assert 'sriov_numvfs says 2 VFs but there are 0 virtfnN links' in result['msg']
     assert 'is not the kernel\'s sysfs (a plain file accepts any write)' in result['msg']
-    assert result['msg'].endswith('sriov_numvfs set back to what it was.')
+    assert 'sriov_numvfs set back to what it was.' in result['msg']
     with open(attribute) as handle:
         assert handle.read() == '0\n'
+
+
+def test_a_write_truncates_a_longer_old_value(tmp_path):
+    """A plain file keeps the tail of a longer old value unless the write truncates: "10\\n" then "0\\n" is "0\\n"."""
+    sysfs_fixture.build(roce_profile(), str(tmp_path / 'sys'))
+    sysfs = _sriov.SysfsPci(str(tmp_path / 'sys'))
+    sysfs.write(PF, 'sriov_numvfs', 10)
+    sysfs.write(PF, 'sriov_numvfs', 0)
+    with open(sysfs.attribute(PF, 'sriov_numvfs')) as handle:
+        assert handle.read() == '0\n'
+
+
+# ---------------------------------------------------------------- several PFs: a failure puts the earlier ones back
+
+PF2 = '0000:0c:00.0'
+PF2_NAME = '0000:0c:00.0 (mlx5_1, enp12s0f0np0)'
+
+
+@pytest.fixture
+def two_pfs(tmp_path):
+    """The RoCE node with SR-IOV on mlx5_1 too (4 VFs), served by the double."""
+    profile = roce_profile()
+    for device in profile['devices']:
+        if device['name'] == 'mlx5_1':
+            device['sriov_totalvfs'] = 4
+    backing = str(tmp_path / 'backing')
+    sysfs_fixture.build(profile, backing)
+    with sriov_sysfs.Mounted(backing, str(tmp_path / 'sys'), boot=True) as mounted:
+        yield mounted
+
+
+def autoprobe(node, pci=PF):
+    with open(os.path.join(node.mountpoint, 'bus', 'pci', 'devices', pci, 'sriov_drivers_autoprobe')) as handle:
+        return int(handle.read())
+
+
+def fail_writes_to(monkeypatch, pci, attribute, number):
+    real = _sriov.SysfsPci.write
+
+    def write(self, address, name, value):
+        if (address, name) == (pci, attribute):
+            raise OSError(number, os.strerror(number), self.attribute(address, name))
+        return real(self, address, name, value)
+    monkeypatch.setattr(_sriov.SysfsPci, 'write', write)
+
+
+def test_a_failure_on_a_later_pf_undoes_the_earlier_ones(two_pfs, capsys, monkeypatch):
+    fail_writes_to(monkeypatch, PF2, 'sriov_numvfs', errno.ENOMEM)
+    result = run({'pfs': [{'pf': PF, 'num_vfs': 2, 'drivers_autoprobe': False}, {'pf': PF2, 'num_vfs': 2}],
+                  'sysfs_root': two_pfs.mountpoint}, capsys)
+    assert result['failed'] is True
+    assert result['msg'].startswith('%s: writing 2 to sriov_numvfs failed: Cannot allocate memory (' % PF2_NAME)
+    assert result['msg'].endswith('Changed before the failure and undone: sriov_drivers_autoprobe 1 -> 0 and '
+                                  'sriov_numvfs 0 -> 2 on %s.' % PF_NAME)
+    assert (numvfs(two_pfs), autoprobe(two_pfs), numvfs(two_pfs, PF2)) == (0, 1, 0)
+    assert result['written'] == [
+        {'pci_address': PF, 'attribute': 'sriov_drivers_autoprobe', 'value': 0},
+        {'pci_address': PF, 'attribute': 'sriov_numvfs', 'value': 2},
+        {'pci_address': PF, 'attribute': 'sriov_drivers_autoprobe', 'value': 1},
+        {'pci_address': PF, 'attribute': 'sriov_numvfs', 'value': 0}]
+    assert result['changed'] is True and result['pf'] == PF2
+
+
+def test_an_undone_change_gets_the_old_count_back(two_pfs, capsys, monkeypatch):
+    run({'pfs': [{'pf': PF, 'num_vfs': 2}], 'sysfs_root': two_pfs.mountpoint}, capsys)
+    fail_writes_to(monkeypatch, PF2, 'sriov_numvfs', errno.EIO)
+    result = run({'pfs': [{'pf': PF, 'num_vfs': 4}, {'pf': PF2, 'num_vfs': 1}], 'allow_change': True,
+                  'sysfs_root': two_pfs.mountpoint}, capsys)
+    assert 'Changed before the failure and undone: sriov_numvfs 2 -> 4 on %s.' % PF_NAME in result['msg']
+    assert (numvfs(two_pfs), numvfs(two_pfs, PF2)) == (2, 0)
+
+
+def test_the_failing_pf_is_put_back_too(two_pfs, capsys, monkeypatch):
+    """A change writes 0, then the count: when the count fails, the PF gets its VFs again."""
+    run({'pfs': [{'pf': PF2, 'num_vfs': 1}], 'sysfs_root': two_pfs.mountpoint}, capsys)
+    real = _sriov.SysfsPci.write
+
+    def write(self, address, name, value):
+        if (address, name, value) == (PF2, 'sriov_numvfs', 3):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, address, name, value)
+    monkeypatch.setattr(_sriov.SysfsPci, 'write', write)
+    result = run({'pfs': [{'pf': PF, 'num_vfs': 1}, {'pf': PF2, 'num_vfs': 3}], 'allow_change': True,
+                  'sysfs_root': two_pfs.mountpoint}, capsys)
+    assert ('sriov_numvfs set back to what it was (its 1 VFs were created again: whatever used the old ones lost '
+            'them). Changed before the failure and undone: sriov_numvfs 0 -> 1 on %s.' % PF_NAME) in result['msg']
+    assert (numvfs(two_pfs), numvfs(two_pfs, PF2)) == (0, 1)
+
+
+def test_an_undo_that_fails_is_named(two_pfs, capsys, monkeypatch):
+    real = _sriov.SysfsPci.write
+    calls = []
+
+    def write(self, address, name, value):
+        calls.append((address, name, value))
+        if address == PF2 or (address == PF and len(calls) > 1):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(self, address, name, value)
+    monkeypatch.setattr(_sriov.SysfsPci, 'write', write)
+    result = run({'pfs': [{'pf': PF, 'num_vfs': 2}, {'pf': PF2, 'num_vfs': 2}], 'sysfs_root': two_pfs.mountpoint},
+                 capsys)
+    assert ('Changed and NOT undone, fix by hand: sriov_numvfs 0 -> 2 on %s (%s is left with sriov_numvfs 2 and '
+            'sriov_drivers_autoprobe 1, not 0 and 1 as before: putting it back failed (Input/output error); set them '
+            'by hand).' % (PF_NAME, PF_NAME)) in result['msg']
 
 
 def test_sysfs_root_must_be_a_sysfs(tmp_path, capsys):

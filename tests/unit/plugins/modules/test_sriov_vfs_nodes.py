@@ -17,6 +17,8 @@ import subprocess
 import sys
 
 import pytest
+
+from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import envelope
 import yaml
 from ansible.errors import AnsibleFilterError
 
@@ -40,7 +42,7 @@ def host(vfs, autoprobe=True, kubernetes='sriov', resource=None):
     if resource:
         fabric['sriov'] = {'num_vfs': len(vfs), 'resource': resource}
     detail = {'drivers_autoprobe': autoprobe, 'pfs': [{'pci_address': '0000:0b:00.0', 'vfs': vfs}]}
-    return {'gpunet_rdma_fabric': fabric, 'ansible_facts': {'gpunet_rdma_ledger': {'sriov': {'detail': detail}}}}
+    return {'gpunet_rdma_fabric': fabric, 'ansible_facts': {'gpunet_rdma_ledger': {'sriov': envelope('sriov', detail=detail)}}}
 
 
 def node(name, allocatable=None):
