@@ -246,25 +246,19 @@ def timed_out(rc, elapsed=None, seconds=None):
 def run_argv(module, argv, seconds, data=None):
     """The one place a module runs a command: ``LC_ALL=C``, under coreutils ``timeout``, output decoded.
 
-    Returns ``(rc, out, err)``, with ``rc`` None when the timeout stopped the command. Raises OSError when the command
-    cannot be started; ``run_tool`` turns that into a failure naming the tool, callers in a thread (where fail_json
-    cannot end the module) handle it themselves.
+    Returns ``(rc, out, err, stopped)``; ``stopped`` says the timeout stopped the command (``rc`` is then the status
+    ``timeout`` left). Raises OSError when the command cannot be started; ``run_tool`` turns that into a failure naming
+    the tool, callers in a thread (where fail_json cannot end the module) handle it themselves.
     """
     started = time.monotonic()
     rc, out, err = module.run_command(timeout_argv(module, seconds) + [str(arg) for arg in argv], data=data,
                                       environ_update=COMMAND_ENV, encoding=None, handle_exceptions=False)
     stopped = timed_out(rc, time.monotonic() - started, max(1, int(seconds)))
-    return (None if stopped else rc), decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True)
+    return rc, decode_text(out or b'', lenient=True), decode_text(err or b'', lenient=True), stopped
 
 
-def run_tool(module, argv, data=None, what=None, timeout=None, stop_ok=False):
-    """Run ``argv`` with ``LC_ALL=C`` under a timeout; returns ``(rc, out, err)`` as text (stray bytes become U+FFFD).
-
-    A tool that cannot be started at all fails the module naming the tool and the reason instead of Ansible's
-    generic "Error executing command."; one that runs past ``timeout`` seconds (default: the module's ``timeout``
-    option, see ``tool_timeout``) is stopped and fails the module naming the tool, the limit and the option; with
-    ``stop_ok`` (a perftest client stuck in its exchange) the stop is expected and ``rc`` is None instead.
-    """
+def _start(module, argv, data, what, timeout):
+    """run_argv behind the checks every tool run shares: ``(argv, name, seconds, rc, out, err, stopped)``."""
     argv = [str(arg) for arg in argv]
     name = what or os.path.basename(argv[0])
     problem = check_executable(argv[0]) if os.path.isabs(argv[0]) else None
@@ -272,14 +266,32 @@ def run_tool(module, argv, data=None, what=None, timeout=None, stop_ok=False):
         module.fail_json(msg='Cannot run %s: %s.' % (name, problem), cmd=argv)
     seconds = tool_timeout(module) if timeout is None else timeout
     try:
-        rc, out, err = run_argv(module, argv, seconds, data=data)
+        rc, out, err, stopped = run_argv(module, argv, seconds, data=data)
     except (IOError, OSError) as exc:
         module.fail_json(msg='Cannot run %s: %s.' % (' '.join(argv), describe_os_error(exc, argv[0])), cmd=argv)
-    if rc is None and not stop_ok:
+    return argv, name, seconds, rc, out, err, stopped
+
+
+def run_tool(module, argv, data=None, what=None, timeout=None):
+    """Run ``argv`` with ``LC_ALL=C`` under a timeout; returns ``(rc, out, err)`` as text (stray bytes become U+FFFD).
+
+    A tool that cannot be started at all fails the module naming the tool and the reason instead of Ansible's
+    generic "Error executing command."; one that runs past ``timeout`` seconds (default: the module's ``timeout``
+    option, see ``tool_timeout``) is stopped and fails the module naming the tool, the limit and the option.
+    """
+    argv, name, seconds, rc, out, err, stopped = _start(module, argv, data, what, timeout)
+    if stopped:
         module.fail_json(msg='%s did not finish within %d seconds and was stopped (%s). The device or the tool may be '
                          'hung; check it by hand, or raise the module\'s timeout option if it is only slow.'
                          % (name, seconds, ' '.join(argv)), cmd=argv)
     return rc, out, err
+
+
+def run_stoppable(module, argv, data=None, what=None, timeout=None):
+    """Like run_tool for a run whose stop the caller explains itself (a firmware burn: the flash is unknown now; a
+    perftest client stuck in its exchange): returns ``(stopped, rc, out, err)``."""
+    _argv, _name, _seconds, rc, out, err, stopped = _start(module, argv, data, what, timeout)
+    return stopped, rc, out, err
 
 
 def run_in_step(module, argv):
@@ -290,10 +302,10 @@ def run_in_step(module, argv):
     """
     seconds = tool_timeout(module)
     try:
-        rc, out, err = run_argv(module, argv, seconds)
+        rc, out, err, stopped = run_argv(module, argv, seconds)
     except (IOError, OSError) as exc:
         raise RuntimeError('cannot run %s: %s' % (' '.join(argv), exc.strerror or exc))
-    if rc is None:
+    if stopped:
         raise RuntimeError('%s did not finish within %d seconds and was stopped; the device or the tool may be hung, '
                            'check it by hand or raise the timeout option if it is only slow' % (' '.join(argv), seconds))
     if rc != 0:

@@ -294,6 +294,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     list_dir,
     output_summary,
     printable,
+    run_stoppable,
     run_tool,
     tool_timeout,
 )
@@ -485,10 +486,10 @@ def configure(module, executable, prepared, wanted, done_before):
             after = apply_changes(config, changes)
         else:
             argv = [executable, '-d', device, '-y', 'set'] + prepared['set_args']
-            rc, out, err = run_tool(module, argv, what=os.path.basename(executable), stop_ok=True)
+            stopped, rc, out, err = run_stoppable(module, argv, what=os.path.basename(executable))
             set_before = '; '.join('%s %s' % (result['device'], ', '.join(sorted(result['changes'])))
                                    for result in done_before if result['changes']) or 'nothing'
-            if rc is None:
+            if stopped:
                 module.fail_json(msg='%s did not finish within %d seconds and was stopped: the adapter\'s firmware '
                                  'does not answer, or another tool holds it. What it set on %s is unknown: query it '
                                  '(%s -d %s -e q) once it answers, before running again (a firmware reset or reboot '

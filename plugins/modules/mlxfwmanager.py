@@ -254,6 +254,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     list_dir,
     output_summary,
     printable,
+    run_stoppable,
     run_tool,
     tool_timeout,
 )
@@ -373,11 +374,11 @@ def burn(module, executable, family, target, image, done_before):
         argv = [executable, '-d', target, '-i', image, '-u', '-f', '-y']
     else:
         argv = [executable, '-d', target, '-i', image, '-y', 'burn']
-    rc, out, err = run_tool(module, argv, what=os.path.basename(executable), stop_ok=True)
-    if rc != 0:
+    stopped, rc, out, err = run_stoppable(module, argv, what=os.path.basename(executable))
+    if stopped or rc != 0:
         # A burn stopped by the timeout is a failed burn too: the flash may hold part of the image.
         failure = ('did not finish within %d seconds and was stopped (raise timeout if burns are that slow here)'
-                   % tool_timeout(module) if rc is None else 'failed (rc=%d): %s' % (rc, output_summary(out, err)))
+                   % tool_timeout(module) if stopped else 'failed (rc=%d): %s' % (rc, output_summary(out, err)))
         module.fail_json(msg='%s %s. Burned before this device: %s. The firmware on flash of %s is unknown now: '
                          'query it (%s) before running again.'
                          % (' '.join(argv), failure, ', '.join(done_before) or 'nothing',

@@ -210,7 +210,7 @@ import os
 import threading
 import time
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import check_executable, run_argv, run_tool
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import check_executable, run_argv, run_stoppable
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import line_rate_result, parse_lat, percentage_problem
 
@@ -250,9 +250,10 @@ def _run_client(module, path, args, address, deadline, server_alive=lambda: True
     attempt = 0
     while True:
         attempt += 1
-        rc, out, err = run_tool(module, client_argv, timeout=deadline - time.time(), stop_ok=True)
-        if rc is None:
+        stopped, rc, out, err = run_stoppable(module, client_argv, timeout=deadline - time.time())
+        if stopped:
             err += '\nclient stopped after the timeout'
+            rc = None
             break
         if "Couldn't connect" not in out + err or attempt > module.params['connect_retries'] or not server_alive() \
                 or time.time() >= deadline:
@@ -267,7 +268,8 @@ def _run_server(module, path, args, deadline):
     It runs in a thread, where fail_json cannot end the module: a server that cannot start is returned as such.
     """
     try:
-        return run_argv(module, [path] + args, deadline - time.time())
+        rc, out, err, stopped = run_argv(module, [path] + args, deadline - time.time())
+        return (None if stopped else rc), out, err
     except (IOError, OSError) as exc:
         return None, '', 'cannot start %s: %s' % (path, exc)
 

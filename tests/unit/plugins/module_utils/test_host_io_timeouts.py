@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """run_tool's timeout with real processes under coreutils timeout: a tool still running after the module's timeout
 option is stopped, and the module fails naming the tool, the limit and the option - not a tool that "exited 124" by
-itself. With stop_ok (a perftest client stuck in its exchange) the stop is expected and rc is None.
+itself. run_stoppable (a perftest client stuck in its exchange, a firmware burn) says it was stopped instead.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import run_tool
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import run_stoppable, run_tool
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 
 HANGS = ['/bin/sh', '-c', 'exec sleep 30']
 
 
-def run_with_timeout_option(seconds, argv, **kwargs):
+def run_with_timeout_option(seconds, argv, runner=run_tool, **kwargs):
     with patch_module_args({'timeout': seconds}):
         module = RdmaModule(argument_spec=dict(timeout=dict(type='int', default=300)))
-        return run_tool(module, argv, **kwargs)
+        return runner(module, argv, **kwargs)
 
 
 def test_a_tool_stopped_by_the_timeout_option_fails_the_module_naming_it(capsys):
@@ -38,7 +38,8 @@ def test_a_tool_stopped_by_the_timeout_option_fails_the_module_naming_it(capsys)
 
 
 def test_an_expected_stop_returns_no_exit_status():
-    assert run_with_timeout_option(1, HANGS, what='perftest client', stop_ok=True) == (None, '', '')
+    stopped, _rc, out, err = run_with_timeout_option(1, HANGS, runner=run_stoppable, what='perftest client')
+    assert (stopped, out, err) == (True, '', '')
 
 
 def test_a_tool_that_exits_by_itself_keeps_its_status_and_output():
