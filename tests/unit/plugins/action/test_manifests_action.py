@@ -15,7 +15,9 @@ import textwrap
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
 
-def run(tmp_path, dest, files, *flags):
+def run(tmp_path, dest, files, *flags, **task):
+    """The action in one task through ansible-playbook; ``task`` adds task keywords or a ``mode``."""
+    mode = task.pop('mode', None)
     playbook = tmp_path / 'play.yml'
     playbook.write_text(textwrap.dedent('''\
         - hosts: node1
@@ -24,8 +26,9 @@ def run(tmp_path, dest, files, *flags):
             - name: Write the manifests
               gpunet.rdma.manifests:
                 dest: %s
-                files: %s
-        ''') % (json.dumps(str(dest)), json.dumps(files)))
+                files: %s%s
+        ''') % (json.dumps(str(dest)), json.dumps(files), '' if mode is None else '\n        mode: %s' % json.dumps(mode))
+        + ''.join('      %s: %s\n' % (key, json.dumps(value)) for key, value in task.items()))
     inventory = tmp_path / 'hosts.ini'
     inventory.write_text('node1 ansible_host=192.0.2.1 ansible_connection=ssh\n')  # never connected to
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'),
@@ -33,8 +36,8 @@ def run(tmp_path, dest, files, *flags):
     done = subprocess.run(['ansible-playbook', '-i', str(inventory), str(playbook)] + list(flags), env=env,
                           capture_output=True, text=True, check=False)
     output = json.loads(done.stdout[done.stdout.index('{'):])
+    run.stats = output['stats']['node1']
     return done.returncode, output['plays'][0]['tasks'][0]['hosts']['node1']
-
 
 FILES = [{'name': 'a.yaml', 'content': 'a: 1\n'}, {'name': 'b.yaml', 'content': 'b: 2\n'}]
 
@@ -107,29 +110,10 @@ def test_modes_a_manifest_must_not_have_are_refused_and_nothing_is_written(tmp_p
     bad = {'-1': 'neither an octal mode', '77777': 'neither an octal mode', '4755': 'setuid, setgid or sticky bit',
            '2644': 'setuid, setgid or sticky bit', '0666': 'world-writable', 'u=rw,o=rw': 'world-writable',
            'u=rw,g=r,o=r': 'is not an octal mode'}
-    playbook = tmp_path / 'play.yml'
-    playbook.write_text(textwrap.dedent('''\
-        - hosts: node1
-          gather_facts: false
-          tasks:
-            - name: Write the manifests
-              gpunet.rdma.manifests:
-                dest: %s
-                files: %s
-                mode: "{{ item }}"
-              loop: %s
-              ignore_errors: true
-        ''') % (json.dumps(str(tmp_path / 'out')), json.dumps(FILES), json.dumps(sorted(bad))))
-    inventory = tmp_path / 'hosts.ini'
-    inventory.write_text('node1 ansible_host=192.0.2.1 ansible_connection=ssh\n')
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'),
-               ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_NOCOLOR='1')
-    done = subprocess.run(['ansible-playbook', '-i', str(inventory), str(playbook)], env=env, capture_output=True,
-                          text=True, check=False)
-    output = json.loads(done.stdout[done.stdout.index('{'):])
-    results = output['plays'][0]['tasks'][0]['hosts']['node1']['results']
+    _rc, result = run(tmp_path, tmp_path / 'out', FILES, mode='{{ item }}', loop=sorted(bad), ignore_errors=True)
+    results = result['results']
     assert [item['item'] for item in results] == sorted(bad)
-    assert output['stats']['node1']['ignored'] == 1 and output['stats']['node1']['changed'] == 0
+    assert run.stats['ignored'] == 1 and run.stats['changed'] == 0
     for item in results:
         assert item['msg'].startswith('gpunet.rdma.manifests: mode: '), item['msg']
         assert bad[item['item']] in item['msg'] and 'Nothing was written.' in item['msg'], item['msg']
