@@ -39,6 +39,7 @@ def run(tmp_path, dest, files, *flags, **task):
     run.stats = output['stats']['node1']
     return done.returncode, output['plays'][0]['tasks'][0]['hosts']['node1']
 
+
 FILES = [{'name': 'a.yaml', 'content': 'a: 1\n'}, {'name': 'b.yaml', 'content': 'b: 2\n'}]
 
 
