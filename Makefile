@@ -198,7 +198,10 @@ $(HELM): | venv
 	$@ version --short
 
 molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+# The scenarios' test_sequence starts at create: a scenario left behind by an interrupted run (molecule/leftovers.sh)
+# is destroyed first, and a clean one does not pay for a destroy of nothing.
 $(addprefix molecule-,$(MOLECULE_SCENARIOS)): molecule-%: deps lab-image lab-fixtures helm
+	if PYTHON=$(VENV)/bin/python molecule/leftovers.sh $*; then molecule destroy -s $*; fi
 	molecule test -s $*
 
 # make test: the set-up, then every part (make -j$(TEST_JOBS)), longest first; each part is timed by tests/timed.py

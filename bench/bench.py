@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(REPO, '.build', 'collections'))
 import sysfs_fixture  # noqa: E402  pylint: disable=wrong-import-position
 import yaml  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader  # noqa: E402
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader  # noqa: E402
 
 PORT_SIZES = (2, 4, 8, 16)
 RECAP = re.compile(r'^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', re.M)

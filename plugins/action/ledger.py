@@ -9,7 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import ACTION_NAMES, LedgerError, hold, record, resolve
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import ACTION_NAMES, LedgerError, hold, record, resolve
 
 FACT = 'gpunet_rdma_ledger'
 ARGUMENT_SPEC = dict(

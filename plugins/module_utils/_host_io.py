@@ -27,6 +27,11 @@ DEFAULT_TOOL_TIMEOUT = 300
 MAX_READ_BYTES = 16 * 1024 * 1024
 # Where distributions and NVIDIA's packages put the RDMA and firmware tools besides PATH.
 SBIN_DIRS = ['/usr/sbin', '/sbin', '/usr/local/sbin', '/usr/local/bin']
+# coreutils and systemd's tools: /usr/bin on every distribution, also when a service's PATH leaves it out.
+SYSTEM_BIN_DIRS = ['/usr/bin', '/bin']
+# containerd and ctr: /usr/local/bin from the upstream release tarball (and kubespray), /usr/bin from packages,
+# /usr/sbin from some distributions' containerd packages.
+CONTAINERD_DIRS = ['/usr/local/bin', '/usr/bin', '/usr/sbin']
 _MESSAGE_LIMIT = 800
 
 
@@ -229,8 +234,7 @@ def tool_timeout(module):
 
 def timeout_argv(module, seconds):
     """coreutils ``timeout`` in front of a command: TERM after ``seconds``, KILL 5 s later."""
-    # coreutils lives in /usr/bin on every distribution, also when a service's PATH leaves it out
-    timeout = module.get_bin_path('timeout', required=True, opt_dirs=['/usr/bin', '/bin'])
+    timeout = module.get_bin_path('timeout', required=True, opt_dirs=SYSTEM_BIN_DIRS)
     return [timeout, '--kill-after=5', str(max(1, int(seconds)))]
 
 

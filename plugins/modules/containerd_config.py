@@ -71,10 +71,6 @@ options:
         example C(/etc/containerd/conf.d/99-zz-gpunet-rdma.toml) with C(imports = ["/etc/containerd/conf.d/*.toml"]))
         and sort after every file that sets C(base_runtime_spec) itself. Leave unset to edit the files in place.
     type: path
-  containerd_path:
-    description: Path of the C(containerd) binary used to tell the release, to create a default config and to
-      validate; default searches E(PATH).
-    type: path
   containerd_version:
     description:
       - The containerd release whose merge rules apply (such as V(2.1.4)). Default is what C(containerd --version)
@@ -96,6 +92,7 @@ options:
     default: true
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpunet.rdma.containerd_tools.containerd
   - ansible.builtin.files
 attributes:
   check_mode:
@@ -215,7 +212,8 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._atomic_file import (
     write_files,
     write_scratch,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd import (
+    CONTAINERD,
     HAS_TOMLKIT,
     TOMLKIT_IMPORT_ERROR,
     ConfigError,
@@ -227,11 +225,11 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
     wire,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    CONTAINERD_DIRS,
     HostReadError,
     find_tool,
     output_summary,
     read_text,
-    run_tool,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 
@@ -263,7 +261,7 @@ def check_spec_path(module):
 
 def containerd_binary(module):
     return find_tool(module, 'containerd', explicit=module.params['containerd_path'], option='containerd_path',
-                     opt_dirs=['/usr/local/bin', '/usr/bin', '/usr/sbin'],
+                     opt_dirs=CONTAINERD_DIRS,
                      hint='Install containerd, set containerd_path, or set containerd_version and validate: false.')
 
 
@@ -274,7 +272,7 @@ def running_release(module, containerd):
         except ConfigError:
             module.fail_json(msg='containerd_version %r is not a release such as 1.7.27 or 2.1.4.'
                              % module.params['containerd_version'])
-    rc, out, err = run_tool(module, [containerd, '--version'], what='containerd')
+    rc, out, err = CONTAINERD(module, containerd).run('version')[1:]
     try:
         if rc != 0:
             raise ConfigError('rc=%d' % rc)
@@ -293,7 +291,7 @@ def read_main(module, containerd):
             return target, read_text(target), False
         except HostReadError as exc:
             module.fail_json(msg='Nothing was written: %s.' % exc)
-    rc, out, err = run_tool(module, [containerd, 'config', 'default'], what='containerd')
+    rc, out, err = CONTAINERD(module, containerd).run('default_config')[1:]
     if rc != 0 or not out.strip():
         module.fail_json(msg='%s does not exist and `%s config default` failed (rc=%d): %s. Create the file or fix '
                          'containerd.' % (path, containerd, rc, output_summary(out, err)), rc=rc)
@@ -320,7 +318,7 @@ def validate(module, containerd, files, texts, runtimes, spec_path):
             if index == 0 and len(copies) > 1:
                 document['imports'] = copies[1:]
             write_scratch(copies[index], tomlkit.dumps(document))
-        rc, out, err = run_tool(module, [containerd, '--config', copies[0], 'config', 'dump'], what='containerd')
+        rc, out, err = CONTAINERD(module, containerd).run('config_file dump_config', config_file=copies[0])[1:]
         if rc != 0:
             module.fail_json(msg='containerd rejects the new configuration (nothing was written): %s'
                              % output_summary(out, err), rc=rc)

@@ -75,9 +75,6 @@ options:
       hard:
         description: Hard limit, a number or V(unlimited). Defaults to O(rlimits[].soft).
         type: str
-  ctr_path:
-    description: Path of C(ctr); default is to search E(PATH).
-    type: path
   backup:
     description: Keep a timestamped copy of the previous file when it changes.
     type: bool
@@ -128,6 +125,7 @@ options:
     type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpunet.rdma.containerd_tools
   - ansible.builtin.files
 attributes:
   check_mode:
@@ -279,7 +277,10 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._atomic_file import (
     update_attributes,
     write_files,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd import (
+    CONTAINERD,
+    CTR,
+    SYSTEMCTL,
     HAS_TOMLKIT,
     TOMLKIT_IMPORT_ERROR,
     ConfigError,
@@ -291,7 +292,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
     spec_warnings,
     strict_json,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd_owner import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd_owner import (
     DISTRIBUTIONS,
     OWNER_CHOICES,
     OwnerError,
@@ -304,13 +305,14 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._containerd_owner impo
     toolkit_plan,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    CONTAINERD_DIRS,
+    SYSTEM_BIN_DIRS,
     HostReadError,
     decode_text,
     find_tool,
     output_summary,
     read_bytes,
     read_text,
-    run_tool,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 
@@ -322,9 +324,9 @@ def load_base(module, owner):
         # k3s and RKE2 bring their own ctr (in the data directory's bin); `ctr oci spec` needs no running daemon
         explicit = module.params['ctr_path'] or (owner['ctr'] or None)
         ctr = find_tool(module, 'ctr', explicit=explicit, option='ctr_path',
-                        opt_dirs=['/usr/local/bin', '/usr/bin'],
+                        opt_dirs=CONTAINERD_DIRS,
                         hint='Install containerd, set ctr_path, or give base a spec file.')
-        rc, out, err = run_tool(module, [ctr, 'oci', 'spec'], what='ctr')
+        rc, out, err = CTR(module, ctr).run('default_spec')[1:]
         if rc != 0:
             module.fail_json(msg='`%s oci spec` failed (rc=%d): %s. Is containerd installed? Or give base a spec '
                              'file.' % (ctr, rc, output_summary(out, err)), rc=rc)
@@ -350,7 +352,7 @@ def executable(path):
 
 def containerd_release(module, containerd):
     """(major, minor, patch) that ``containerd --version`` prints, or None when it does not say."""
-    rc, out, _err = run_tool(module, [containerd, '--version'], what='containerd')
+    rc, out, _err = CONTAINERD(module, containerd).run('version')[1:]
     if rc != 0:
         return None
     try:
@@ -370,12 +372,12 @@ def explicit_release(module):
 
 
 def service_is_active(module):
-    systemctl = find_tool(module, 'systemctl', opt_dirs=['/usr/bin', '/bin'], required=False)
+    systemctl = find_tool(module, 'systemctl', opt_dirs=SYSTEM_BIN_DIRS, required=False)
 
     def active(service):
         if not systemctl:
             return False
-        rc, _out, _err = run_tool(module, [systemctl, 'is-active', '--quiet', service], what='systemctl')
+        rc = SYSTEMCTL(module, systemctl).run('is_active', is_active=service)[1]
         return rc == 0
     return active
 
@@ -410,7 +412,7 @@ def resolve_owner(module, wanted_rlimits):
                                      release=release, containerd=containerd,
                                      ctr=executable(os.path.join(bin_dir, 'ctr')), service=service)
         if os.path.exists(config_path):
-            containerd = find_tool(module, 'containerd', opt_dirs=['/usr/local/bin', '/usr/bin', '/usr/sbin'],
+            containerd = find_tool(module, 'containerd', opt_dirs=CONTAINERD_DIRS,
                                    required=False) or ''
             release = explicit_release(module)
             if release is None and containerd:

@@ -25,11 +25,9 @@ options:
     type: list
     elements: str
     default: [k8s.io]
-  ctr_path:
-    description: Path of C(ctr); default searches E(PATH).
-    type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpunet.rdma.containerd_tools
 attributes:
   check_mode:
     support: full
@@ -83,18 +81,19 @@ tasks:
 '''
 
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd import (
+    CTR,
     ConfigError,
     container_labels,
     parse_memlock,
     parse_task_list,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
+    CONTAINERD_DIRS,
     HostReadError,
     find_tool,
     output_summary,
     read_text,
-    run_tool,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 
@@ -111,10 +110,10 @@ def main():
     if any(not name or not name.strip() for name in namespaces):
         module.fail_json(msg='namespaces holds an empty name; give containerd namespaces such as k8s.io.')
     ctr = find_tool(module, 'ctr', explicit=module.params['ctr_path'], option='ctr_path',
-                    opt_dirs=['/usr/local/bin', '/usr/bin'], hint='Install containerd or set ctr_path.')
+                    opt_dirs=CONTAINERD_DIRS, hint='Install containerd or set ctr_path.')
     tasks = []
     for namespace in namespaces:
-        rc, out, err = run_tool(module, [ctr, '--namespace', namespace, 'task', 'ls'], what='ctr')
+        rc, out, err = CTR(module, ctr).run('namespace tasks', namespace=namespace)[1:]
         if rc != 0:
             module.fail_json(msg='`%s --namespace %s task ls` failed (rc=%d): %s. Is containerd running?'
                              % (ctr, namespace, rc, output_summary(out, err)), rc=rc)
@@ -131,8 +130,8 @@ def main():
                 soft, hard = parse_memlock(read_text('/proc/%d/limits' % task['pid'], lenient=True))
             except (HostReadError, ConfigError):
                 pass  # the process ended meanwhile, or the kernel shows no memlock line
-            rc, out, err = run_tool(module, [ctr, '--namespace', namespace, 'containers', 'info', task['id']],
-                                    what='ctr')
+            rc, out, err = CTR(module, ctr).run('namespace container_info', namespace=namespace,
+                                                container_info=task['id'])[1:]
             labels = container_labels(out) if rc == 0 else {}
             tasks.append(dict(namespace=namespace, id=task['id'], pid=task['pid'], memlock_soft=soft,
                               memlock_hard=hard, pod_name=labels.get('io.kubernetes.pod.name'),

@@ -107,12 +107,12 @@ import os
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._core_schema import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._core_schema import (
     CoreSchemaError,
     is_builtin,
     validate_builtin,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema import (
     CrdError,
     crd_index,
     object_identity,

@@ -90,70 +90,8 @@ options:
       ip_path:
         description: Path of iproute2's C(ip) command. Default is to search E(PATH) and the usual sbin directories.
         type: path
-  driver:
-    description:
-      - Also read the driver stack in the same module call and return it as RV(ansible_facts.rdma_driver), exactly as
-        M(gpunet.rdma.rdma_driver_facts) does with these options (one connection per host for both facts, as
-        P(gpunet.rdma.rdma_discovery#role) reads them).
-      - C(driver.sysfs_root) defaults to O(sysfs_root).
-    type: dict
-    suboptions:
-      modules:
-        description: Kernel modules to report on; the RDMA core modules are always included.
-        type: list
-        elements: str
-        default: []
-      kernel:
-        description:
-          - Kernel release to check the modules of; default the running kernel (C(uname -r)).
-          - Must look like a kernel release (letters, digits, C(.), C(_), C(+), C(~) and C(-); no C(/)).
-        type: str
-      modules_root:
-        description: Directory holding one C(modules.dep) tree per kernel. Missing (containers) means no module is
-          installed; a file there is an error.
-        type: path
-        default: /lib/modules
-      sysfs_root:
-        description:
-          - Where sysfs is mounted (C(module/), C(kernel/mm/memory_peers/)).
-          - Must exist and look like a sysfs mount (one of C(class/), C(devices/), C(bus/), C(module/), C(kernel/)
-            in it); anything else is an error naming the path.
-        type: path
-      modprobe_dir:
-        description: The modprobe configuration directory searched for C(options ib_core netns_mode=...). Missing
-          means nothing is persisted; a file there is an error.
-        type: path
-        default: /etc/modprobe.d
-      ofed_info_path:
-        description: Path of C(ofed_info); default searches C(/usr/bin), E(PATH) and the sbin directories.
-        type: path
-      rdma_path:
-        description: Path of the iproute2 C(rdma) tool; default searches E(PATH) (MLNX_OFED's own copy in
-          C(/opt/mellanox/iproute2/sbin) first).
-        type: path
-      packages:
-        description:
-          - Distribution packages to report the installed version of (C(ansible_facts.rdma_driver.packages)), e.g. the
-            RDMA userspace the driver stage installs, so that a run finds them installed without asking the package
-            manager again. Read from dpkg's status database, or with one C(rpm -q) call.
-        type: list
-        elements: str
-        default: []
-      os_release_path:
-        description: The os-release file (C(ansible_facts.rdma_driver.os)); C(/usr/lib/os-release) when it is missing.
-        type: path
-        default: /etc/os-release
-      dpkg_status_path:
-        description: dpkg's status database, read for O(driver.packages) on Debian-like hosts.
-        type: path
-        default: /var/lib/dpkg/status
-      nvidia_driver_root:
-        description:
-          - Where the GPU Operator's driver container bind-mounts its root file system on the host. While it exists and is
-            not empty, the NVIDIA driver is the operator's (C(ansible_facts.rdma_driver.nvidia.source) V(gpu_operator)).
-        type: path
-        default: /run/nvidia/driver
 extends_documentation_fragment:
+  - gpunet.rdma.driver_stack.in_facts
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
 attributes:
@@ -444,11 +382,11 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     output_summary,
     printable,
     read_text_or_none,
-    run_tool,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._driver_facts import DRIVER_OPTIONS
-from ansible_collections.gpunet.rdma.plugins.module_utils._driver_facts import gather as gather_driver_facts
-from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._driver_facts import DRIVER_OPTIONS
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._driver_facts import gather as gather_driver_facts
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._management_path import (
+    IP,
     ManagementPathError,
     SysfsNet,
     connection_address,
@@ -458,7 +396,9 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._management_path impor
     parse_ip_addresses,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import (
+    IBDEV2NETDEV,
+    RDMA,
     RdmaParseError,
     SysfsReader,
     fill_from_sysfs,
@@ -526,9 +466,10 @@ class Discovery(object):
             self.sysfs_filled = _parse('sysfs', fill_from_sysfs, ports, devices, self.reader) > 0
 
     def _from_ibdev2netdev(self, path):
-        rc, out, err = run_tool(self.module, [path, '-v'], what='ibdev2netdev')
+        ibdev2netdev = IBDEV2NETDEV(self.module, path)
+        rc, out, err = ibdev2netdev.run('verbose')[1:]
         if rc != 0:
-            rc, out, err = run_tool(self.module, [path], what='ibdev2netdev')
+            rc, out, err = ibdev2netdev.run('')[1:]
         if rc != 0:
             hint = ''
             if rc == 255 and not (out or err).strip():
@@ -539,7 +480,7 @@ class Discovery(object):
         return out
 
     def _from_rdma(self, path):
-        rc, out, err = run_tool(self.module, [path, '-j', 'link'], what='rdma')
+        rc, out, err = RDMA(self.module, path).run('json link')[1:]
         if rc != 0:
             hint = ''
             if 'NETLINK_RDMA' in (out + err):
@@ -563,10 +504,9 @@ def read_management_path(module, params, sysfs_root):
     ip = find_tool(module, 'ip', params['ip_path'], 'management_path.ip_path',
                    hint='Install iproute2 or set management_path.ip_path.')
     outputs = {}
-    for key, argv in (('addresses', [ip, '-json', 'address', 'show']),
-                      ('inet', [ip, '-json', '-4', 'route', 'show', 'default']),
-                      ('inet6', [ip, '-json', '-6', 'route', 'show', 'default'])):
-        rc, out, err = run_tool(module, argv)
+    for key, spec, family in (('addresses', 'json addresses', None), ('inet', 'json family default_route', '4'),
+                              ('inet6', 'json family default_route', '6')):
+        argv, rc, out, err = IP(module, ip).run(spec, family=family)
         if rc != 0:
             module.fail_json(msg='%s exited with %d: %s. The management path is read with iproute2 4.14 or later '
                                  '(JSON output).' % (' '.join(argv), rc, output_summary(out, err)), cmd=argv)

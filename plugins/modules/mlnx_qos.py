@@ -160,12 +160,11 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     output_summary,
     printable,
     read_value,
-    run_in_step,
-    run_tool,
     tool_timeout,
     write_attribute,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._mlnx_qos import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._mlnx_qos import (
+    MLNX_QOS,
     MlnxQosError,
     check_priorities,
     ecn_dir,
@@ -212,9 +211,8 @@ def check_sysfs_root(module, sysfs_root):
                          % (class_net, sysfs_root))
 
 
-def query(module, executable, interface):
-    argv = [executable, '-i', interface]
-    rc, out, err = run_tool(module, argv, what='mlnx_qos')
+def query(module, qos, interface):
+    argv, rc, out, err = qos.run('interface', interface=interface)
     if rc != 0:
         module.fail_json(msg='%s failed (rc=%d): %s. Check that %s is a port of an mlx5 device and that the driver '
                          'supports DCB.' % (' '.join(argv), rc, output_summary(out, err), interface),
@@ -239,14 +237,13 @@ def qos_reads(state):
     return {'trust': state.get('trust'), 'pfc_priorities': pfc_priorities(state['pfc'])}
 
 
-def set_qos(module, executable, interface, options, expected):
+def set_qos(qos, interface, options, expected):
     """``mlnx_qos -i IF OPTIONS``, then read the port again; the state read, RuntimeError unless it is ``expected``.
 
     ``expected`` maps ``trust``/``pfc_priorities`` to the values the port must read afterwards.
     """
-    argv = [executable, '-i', interface] + options
-    run_in_step(module, argv)[0]
-    state = parse(run_in_step(module, [executable, '-i', interface])[0])
+    argv = qos.run_in_step('interface options', interface=interface, options=options)[0]
+    state = parse(qos.run_in_step('interface', interface=interface)[1])
     reads = qos_reads(state)
     missed = ['%s=%s' % (name, reads[name]) for name in sorted(expected) if reads[name] != expected[name]]
     if missed:
@@ -266,7 +263,7 @@ def describe_changes(interface, changes):
     return '%s on %s' % (' and '.join(parts), interface)
 
 
-def qos_step(module, executable, entry):
+def qos_step(qos, entry):
     """The Step that sets trust and PFC of one port, with an undo that sets back what was read before."""
     interface, changes = entry['interface'], entry['changes']
     wanted = dict((name, change['after']) for name, change in changes.items())
@@ -281,13 +278,13 @@ def qos_step(module, executable, entry):
     def undo():
         if before.get('trust') not in (None, 'pcp', 'dscp'):
             raise RuntimeError('mlnx_qos can set trust pcp or dscp only, not %s' % before['trust'])
-        set_qos(module, executable, interface, restore, before)
+        set_qos(qos, interface, restore, before)
 
     def put_back():
         """After a failed call, which may have changed part of the port (mlnx_qos sets PFC before it looks at
         --trust): what became of the port, as a sentence. It is set back only when it no longer reads as before."""
         try:
-            reads = qos_reads(parse(run_in_step(module, [executable, '-i', interface])[0]))
+            reads = qos_reads(parse(qos.run_in_step('interface', interface=interface)[1]))
             if all(reads[name] == before[name] for name in before):
                 return '%s still reads as before' % interface
             undo()
@@ -297,7 +294,7 @@ def qos_step(module, executable, entry):
 
     def apply():
         try:
-            entry['after'] = set_qos(module, executable, interface, entry['options'], wanted)
+            entry['after'] = set_qos(qos, interface, entry['options'], wanted)
         except (RuntimeError, ValueError) as exc:
             raise RuntimeError('%s (%s)' % (exc, put_back()))
 
@@ -331,10 +328,10 @@ def ecn_step(sysfs_root, interface, direction, prio, text_before):
     return Step('ECN %s priority %d on %s' % (direction, prio, interface), apply, undo)
 
 
-def prepare(module, executable, interface, wanted):
+def prepare(module, qos, interface, wanted):
     """Read and plan one port; fails (nothing changed on any port) on any problem."""
     sysfs_root = module.params['sysfs_root']
-    state = query(module, executable, interface)
+    state = query(module, qos, interface)
     try:
         changes, options = plan(state, wanted['trust'], wanted['pfc'])
     except MlnxQosError as exc:
@@ -346,10 +343,10 @@ def prepare(module, executable, interface, wanted):
                 ecn_files=files, todo=todo, after=None)
 
 
-def steps_of(module, executable, entry):
+def steps_of(module, qos, entry):
     """The changes of one port, in the order they are made: trust and PFC in one call, then each ECN switch."""
     sysfs_root = module.params['sysfs_root']
-    steps = [qos_step(module, executable, entry)] if entry['options'] else []
+    steps = [qos_step(qos, entry)] if entry['options'] else []
     for direction, prio in entry['todo']:
         steps.append(ecn_step(sysfs_root, entry['interface'], direction, prio, entry['ecn_files'][(direction, prio)]))
     return steps
@@ -441,12 +438,13 @@ def main():
                            hint='Install MLNX_OFED / DOCA-OFED or the mlnx-tools package, or set executable.')
     # every port is read and planned before the first change; the changes are then made as one, so a port that
     # refuses undoes the ports changed before it
-    prepared = [prepare(module, executable, name, wanted) for name in interfaces]
+    qos = MLNX_QOS(module, executable)
+    prepared = [prepare(module, qos, name, wanted) for name in interfaces]
     for entry in prepared:
         for warning in warnings_of(module, entry, wanted):
             module.warn(warning)
     if not module.check_mode:
-        module.apply_steps([step for entry in prepared for step in steps_of(module, executable, entry)])
+        module.apply_steps([step for entry in prepared for step in steps_of(module, qos, entry)])
     results = [report(module, entry, wanted) for entry in prepared]
     diffs = [result.pop('diff') for result in results if 'diff' in result]
     output = dict(changed=any(result['changed'] for result in results), results=results, executable=executable)

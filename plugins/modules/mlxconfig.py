@@ -284,21 +284,17 @@ reboot_required:
   sample: true
 '''
 
-import os
-
-
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
-    HostReadError,
     find_tool,
-    list_dir,
     output_summary,
     printable,
-    run_stoppable,
-    run_tool,
     tool_timeout,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._device import DEVICE_FORMS, DeviceError
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._device import resolve_device as firmware_device
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._mlxconfig import (
+    MLXCONFIG,
     MlxconfigError,
     apply_changes,
     element_queries,
@@ -309,50 +305,20 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import (
     render_next_boot,
     split_value,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import adapter_of
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._management_path import adapter_of
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import normalize_pci_address
 
 _EXTRA_BIN_DIRS = list(SBIN_DIRS)
-_DEVICE_FORMS = ('a PCI address (0000:86:00.0), an MST device path (/dev/mst/mt4119_pciconf0) or an RDMA device '
-                 'name (mlx5_0)')
 
 
 def resolve_device(module, device, sysfs_root):
     """Return what to pass to ``-d``: the PCI address with domain, or the device path."""
-    if not device:
-        module.fail_json(msg='device is empty: give %s.' % _DEVICE_FORMS)
-    if os.path.isabs(device):
-        if os.path.isdir(device):
-            module.fail_json(msg='device %s is a directory, not a device: give %s.' % (device, _DEVICE_FORMS))
-        if not os.path.exists(device):
-            if device.startswith('/dev/mst/'):
-                module.fail_json(msg='MST device %s does not exist: run `mst start` (NVIDIA MFT) first, or give the '
-                                 'PCI address or RDMA device name instead.' % device)
-            module.fail_json(msg='device %s does not exist: give %s.' % (device, _DEVICE_FORMS))
-        return device
-    pci = normalize_pci_address(device)
-    if pci:
-        pci_devices = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
-        if os.path.isdir(pci_devices) and not os.path.exists(os.path.join(pci_devices, pci)):
-            module.fail_json(msg='Device not found: there is no PCI function %s on this host (see `lspci -D -d '
-                             '15b3:`).' % pci)
-        return pci
-    class_ib = os.path.join(sysfs_root, 'class', 'infiniband')
-    link = os.path.join(class_ib, device, 'device')
-    if '/' in device or device in ('.', '..') or not os.path.exists(link):
-        try:
-            known = [printable(name, 80) for name in list_dir(class_ib)]
-        except HostReadError as exc:
-            module.fail_json(msg='Cannot read sysfs: %s. Point sysfs_root at the sysfs mount (/sys), and run as root.'
-                             % exc)
-        module.fail_json(msg='Device not found: %s is not a PCI address, an MST device path or an RDMA device of '
-                         'this host (RDMA devices: %s).' % (printable(device, 80), ', '.join(known) or 'none'))
-    pci = normalize_pci_address(os.path.basename(os.path.realpath(link)))
-    if pci is None:
-        module.fail_json(msg='RDMA device %s is not a PCI device; mlxconfig configures ConnectX PCI functions only.'
-                         % device)
-    return pci
+    try:
+        return firmware_device(device, sysfs_root)[0]
+    except DeviceError as exc:
+        module.fail_json(msg=('Device not found: %s' if exc.kind == 'not_found' else '%s') % exc)
+    return None
 
 
 def find_executable(module):
@@ -372,8 +338,7 @@ def _failure_hint(message, device):
 
 def run_query(module, executable, device, flag, names=()):
     """``(rc, out, err, argv)`` of one query, with ``-e`` or without."""
-    argv = [executable, '-d', device] + ([flag] if flag else []) + ['q'] + list(names)
-    rc, out, err = run_tool(module, argv, what=os.path.basename(executable))
+    argv, rc, out, err = MLXCONFIG(module, executable).run('device layout query', device=device, layout=flag, query=names)
     return rc, out, err, argv
 
 
@@ -485,8 +450,8 @@ def configure(module, executable, prepared, wanted, done_before):
         if module.check_mode:
             after = apply_changes(config, changes)
         else:
-            argv = [executable, '-d', device, '-y', 'set'] + prepared['set_args']
-            stopped, rc, out, err = run_stoppable(module, argv, what=os.path.basename(executable))
+            argv, stopped, rc, out, err = MLXCONFIG(module, executable).run_stoppable(
+                'device set', device=device, set=prepared['set_args'])
             set_before = '; '.join('%s %s' % (result['device'], ', '.join(sorted(result['changes'])))
                                    for result in done_before if result['changes']) or 'nothing'
             if stopped:
@@ -556,7 +521,7 @@ def main():
     if module.params['devices'] is not None:
         if not requested:
             module.fail_json(msg='devices is empty: give at least one device (%s), or leave the task out.'
-                             % _DEVICE_FORMS)
+                             % DEVICE_FORMS)
         twice = sorted(set(name for name in requested if requested.count(name) > 1))
         if twice:
             module.fail_json(msg='devices: %s given twice; give each device once.' % ', '.join(twice))

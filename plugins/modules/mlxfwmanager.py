@@ -237,7 +237,10 @@ ansible_facts:
 
 import os
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._fw_query import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._device import DEVICE_FORMS, DeviceError, resolve_device
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._fw_query import (
+    FLINT,
+    MLXFWMANAGER,
     STATUS_NO_IMAGE,
     FwQueryError,
     evaluate,
@@ -249,22 +252,15 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._fw_query import (
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     SBIN_DIRS,
-    HostReadError,
     find_tool,
-    list_dir,
     output_summary,
     printable,
-    run_stoppable,
-    run_tool,
     tool_timeout,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import adapter_of
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._management_path import adapter_of
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
 
 TOOLS = ('mlxfwmanager', 'flint', 'mstflint')
-_DEVICE_FORMS = ('a PCI address (0000:86:00.0), an RDMA device name (mlx5_0) or an MST device path '
-                 '(/dev/mst/mt4119_pciconf0)')
 FACT_KEYS = ('device', 'pci_address', 'device_type', 'part_number', 'psid', 'fw_version', 'running_version',
              'pending_activation')
 
@@ -282,54 +278,20 @@ def tool_family(module, executable):
 
 def resolve(module, requested, sysfs_root):
     """``(argument for -d, pci address or None, rdma device name or None)`` of one requested device."""
-    if not isinstance(requested, str) or not requested.strip():
-        module.fail_json(msg='devices: an empty entry; give %s.' % _DEVICE_FORMS)
-    requested = requested.strip()
-    if os.path.isabs(requested):
-        if not os.path.exists(requested) or os.path.isdir(requested):
-            module.fail_json(msg='devices: %s is not a device path of this host (for /dev/mst paths run `mst start`); '
-                             'give %s.' % (requested, _DEVICE_FORMS))
-        return requested, None, None
-    pci = normalize_pci_address(requested)
-    if pci:
-        pci_devices = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
-        if os.path.isdir(pci_devices) and not os.path.exists(os.path.join(pci_devices, pci)):
-            module.fail_json(msg='devices: there is no PCI function %s on this host (see `lspci -D -d 15b3:`).' % pci)
-        return pci, pci, rdma_name(module, sysfs_root, pci)
-    class_ib = os.path.join(sysfs_root, 'class', 'infiniband')
-    link = os.path.join(class_ib, requested, 'device')
-    if '/' in requested or requested in ('.', '..') or not os.path.exists(link):
-        known = sysfs_names(module, class_ib)
-        module.fail_json(msg='devices: %s is not a PCI address, an MST device path or an RDMA device of this host '
-                         '(RDMA devices: %s).' % (printable(requested, 80), ', '.join(known) or 'none'))
-    pci = normalize_pci_address(os.path.basename(os.path.realpath(link)))
-    if pci is None:
-        module.fail_json(msg='devices: %s is not a PCI device; firmware is burned on ConnectX PCI functions only.'
-                         % requested)
-    return pci, pci, requested
-
-
-def sysfs_names(module, directory):
-    """The entries of a sysfs directory (none when it does not exist), printable; fails naming it when unlistable."""
     try:
-        return [printable(name, 80) for name in list_dir(directory)]
-    except HostReadError as exc:
-        module.fail_json(msg='Cannot read sysfs: %s. Point sysfs_root at the sysfs mount (/sys), and run as root.'
-                         % exc)
-    return []
+        return resolve_device(requested, sysfs_root, label='devices entry', rdma_name=True)
+    except DeviceError as exc:
+        module.fail_json(msg=('%s' if exc.kind == 'sysfs' else 'devices: %s') % exc)
+    return None
 
 
-def rdma_name(module, sysfs_root, pci):
-    names = sysfs_names(module, os.path.join(sysfs_root, 'bus', 'pci', 'devices', pci, 'infiniband'))
-    return names[0] if names else None
-
-
-def run(module, argv, allowed=(0,)):
-    rc, out, err = run_tool(module, argv, what=os.path.basename(argv[0]))
-    if rc not in allowed:
+def run(module, tool, spec, **values):
+    """``(argv, out)`` of a query that must succeed."""
+    argv, rc, out, err = tool.run(spec, **values)
+    if rc != 0:
         module.fail_json(msg='%s failed (rc=%d): %s.' % (' '.join(argv), rc, output_summary(out, err)), rc=rc,
                          stdout=printable(out), stderr=printable(err))
-    return out
+    return argv, out
 
 
 def parse_or_fail(module, argv, out, parser):
@@ -345,8 +307,7 @@ def parse_or_fail(module, argv, out, parser):
 def query_device(module, executable, family, target, image):
     """The device's inventory; with mlxfwmanager and an image, also what the image holds for it."""
     if family == 'mlxfwmanager':
-        argv = [executable, '-d', target] + (['-i', image] if image else []) + ['--query']
-        out = run(module, argv)
+        argv, out = run(module, MLXFWMANAGER(module, executable), 'device image query', device=target, image=image)
         parsed = parse_or_fail(module, argv, out, parse_mlxfwmanager)
         if len(parsed['devices']) != 1:
             module.fail_json(msg='%s printed %d devices; expected the one asked for.' % (' '.join(argv),
@@ -357,24 +318,25 @@ def query_device(module, executable, family, target, image):
         if image:
             offered = None if device['status'] == STATUS_NO_IMAGE else device['available_version']
         return device, offered
-    argv = [executable, '-d', target, 'q']
-    device = parse_or_fail(module, argv, run(module, argv), parse_flint_query)
+    argv, out = run(module, FLINT(module, executable), 'device query', device=target)
+    device = parse_or_fail(module, argv, out, parse_flint_query)
     return device, None
 
 
 def query_image(module, executable, image):
     """flint / mstflint: the image file's version and PSID (``-i IMAGE q``)."""
-    argv = [executable, '-i', image, 'q']
-    parsed = parse_or_fail(module, argv, run(module, argv), parse_flint_query)
+    argv, out = run(module, FLINT(module, executable), 'image query', image=image)
+    parsed = parse_or_fail(module, argv, out, parse_flint_query)
     return {'path': image, 'version': parsed['fw_version'], 'psid': parsed['psid']}
 
 
 def burn(module, executable, family, target, image, done_before):
     if family == 'mlxfwmanager':
-        argv = [executable, '-d', target, '-i', image, '-u', '-f', '-y']
+        argv, stopped, rc, out, err = MLXFWMANAGER(module, executable).run_stoppable(
+            'device image update', device=target, image=image)
     else:
-        argv = [executable, '-d', target, '-i', image, '-y', 'burn']
-    stopped, rc, out, err = run_stoppable(module, argv, what=os.path.basename(executable))
+        argv, stopped, rc, out, err = FLINT(module, executable).run_stoppable('device image burn', device=target,
+                                                                              image=image)
     if stopped or rc != 0:
         # A burn stopped by the timeout is a failed burn too: the flash may hold part of the image.
         failure = ('did not finish within %d seconds and was stopped (raise timeout if burns are that slow here)'
@@ -414,7 +376,7 @@ def main():
         module.fail_json(msg='%s. Fix the group\'s firmware expectation (gpunet_rdma_fabric.firmware.version / .psid).'
                          % problem)
     if not params['devices']:
-        module.fail_json(msg='devices is empty: give at least one device (%s), or leave the task out.' % _DEVICE_FORMS)
+        module.fail_json(msg='devices is empty: give at least one device (%s), or leave the task out.' % DEVICE_FORMS)
     image = params['image']
     if params['update'] and not image:
         module.fail_json(msg='update=true needs image: the path of a firmware image file on the host.')

@@ -114,7 +114,7 @@ from urllib.parse import quote
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import HostReadError, printable, read_text
-from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import stale_resource_patch
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import stale_resource_patch
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC

@@ -74,7 +74,7 @@ seealso:
 EXAMPLES = r'''
 - name: Max Read Request 4096 on every ConnectX physical function of the node
   gpunet.rdma.pci_tuning:
-    devices: "{{ ansible_facts.rdma_devices | gpunet.rdma.rdma_pci_functions | map(attribute='pci_address') | list }}"
+    devices: "{{ ansible_facts.rdma_devices | gpunet.rdma.pci_functions | map(attribute='pci_address') | list }}"
     max_read_request: 4096
 
 - name: Read the current sizes only
@@ -129,17 +129,16 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import (
     output_summary,
     printable,
     read_value,
-    run_in_step,
-    run_tool,
     tool_timeout,
 )
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule, Step
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import normalize_pci_address
-from ansible_collections.gpunet.rdma.plugins.module_utils._setpci import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import normalize_pci_address
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._setpci import (
     DEVCTL,
     MAX_READ_REQUEST_SIZES,
     MRRS_MASK,
     PCIE_CAPS,
+    SETPCI,
     SetpciError,
     apply_size,
     check_endpoint,
@@ -190,9 +189,8 @@ def check_function(module, sysfs_root, given):
     return address, device_id
 
 
-def read_register(module, executable, address, register):
-    argv = [executable, '-s', address, register]
-    rc, out, err = run_tool(module, argv, what='setpci')
+def read_register(module, setpci, address, register):
+    argv, rc, out, err = setpci.run('address register', address=address, register=register)
     if rc != 0:
         module.fail_json(msg='%s failed (rc=%d): %s. Nothing was written.' % (' '.join(argv), rc,
                                                                               output_summary(out, err)),
@@ -204,9 +202,9 @@ def read_register(module, executable, address, register):
                          stderr=printable(err))
 
 
-def read_devctl(module, executable, address, word, writer):
+def read_devctl(setpci, address, word, writer):
     """Device Control of ``address`` now; RegisterChanged when a bit outside the size bits differs from ``word``."""
-    new_word = parse_word(*run_in_step(module, [executable, '-s', address, DEVCTL]))
+    new_word = parse_word(*setpci.run_in_step('address register', address=address, register=DEVCTL)[1:])
     if (new_word & ~MRRS_MASK) != (word & ~MRRS_MASK):
         raise RegisterChanged('%s changed Device Control of %s from %04x to %04x: bits outside 14:12 changed. Stop '
                               'and look at the function (lspci -vvv -s %s) before anything else runs on it'
@@ -214,14 +212,13 @@ def read_devctl(module, executable, address, word, writer):
     return new_word
 
 
-def write_size(module, executable, address, word, size):
+def write_size(setpci, address, word, size):
     """Write Max Read Request ``size`` to a function whose Device Control read ``word``; the register read after.
 
     RuntimeError (SetpciError) when the register then differs from ``word`` in any other bit or does not hold ``size``.
     """
-    argv = [executable, '-s', address, write_argument(size)]
-    run_in_step(module, argv)
-    after = decode_devctl(read_devctl(module, executable, address, word, ' '.join(argv)))
+    argv = setpci.run_in_step('address register', address=address, register=write_argument(size))[0]
+    after = decode_devctl(read_devctl(setpci, address, word, ' '.join(argv)))
     if after['max_read_request'] != size:
         raise RuntimeError('%s reported success, but %s reads Max Read Request %d bytes (Device Control %s); the '
                            'device or platform does not accept %d' % (' '.join(argv), address,
@@ -229,12 +226,12 @@ def write_size(module, executable, address, word, size):
     return after
 
 
-def size_step(module, executable, entry, wanted):
+def size_step(setpci, entry, wanted):
     """The Step that writes the size of one function, with an undo that writes back the size bits read before."""
     address, word, before = entry['device'], entry['word'], entry['before']
 
     def undo():
-        write_size(module, executable, address, word, before['max_read_request'])
+        write_size(setpci, address, word, before['max_read_request'])
 
     def put_back():
         """After a failed write, which may or may not have got through: what became of the function, as a sentence.
@@ -243,7 +240,7 @@ def size_step(module, executable, entry, wanted):
         the size bits raises RegisterChanged and is not written again.
         """
         try:
-            if read_devctl(module, executable, address, word, 'the failed write') == word:
+            if read_devctl(setpci, address, word, 'the failed write') == word:
                 return '%s still reads Device Control %s' % (address, before['word'])
             undo()
             return '%s was put back to Device Control %s' % (address, before['word'])
@@ -255,7 +252,7 @@ def size_step(module, executable, entry, wanted):
 
     def apply():
         try:
-            entry['after'] = write_size(module, executable, address, word, wanted)
+            entry['after'] = write_size(setpci, address, word, wanted)
         except RegisterChanged:
             raise  # a register in an unknown state is not written again, not even to put it back
         except (RuntimeError, ValueError) as exc:
@@ -264,11 +261,11 @@ def size_step(module, executable, entry, wanted):
     return Step('Max Read Request %d -> %d bytes on %s' % (before['max_read_request'], wanted, address), apply, undo)
 
 
-def prepare(module, executable, address, wanted):
+def prepare(module, setpci, address, wanted):
     """Read and check one function; fails before any write on any function."""
     try:
-        endpoint = check_endpoint(read_register(module, executable, address, PCIE_CAPS))
-        word = read_register(module, executable, address, DEVCTL)
+        endpoint = check_endpoint(read_register(module, setpci, address, PCIE_CAPS))
+        word = read_register(module, setpci, address, DEVCTL)
         before = decode_devctl(word)
     except SetpciError as exc:
         module.fail_json(msg='%s: %s. Nothing was written.' % (address, exc))
@@ -322,11 +319,12 @@ def main():
     wanted = module.params['max_read_request']
     # every function is read and checked before the first write; the writes are then made as one, so a function
     # that refuses puts back the functions written before it
-    prepared = [prepare(module, executable, address, wanted) for address in addresses]
+    setpci = SETPCI(module, executable)
+    prepared = [prepare(module, setpci, address, wanted) for address in addresses]
     for entry in prepared:
         entry['device_id'] = device_ids[entry['device']]
     if not module.check_mode:
-        module.apply_steps([size_step(module, executable, entry, wanted) for entry in prepared if entry['change']])
+        module.apply_steps([size_step(setpci, entry, wanted) for entry in prepared if entry['change']])
     results = [report(module, entry, wanted) for entry in prepared]
     diffs = [result.pop('diff') for result in results if 'diff' in result]
     output = dict(changed=any(r['changed'] for r in results), results=results, executable=executable)

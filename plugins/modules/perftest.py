@@ -173,7 +173,7 @@ results:
       type: str
     record:
       description: The parsed result - for bandwidth tests C(average_gbps), C(line_rate_pct), C(unit_mismatch),
-        C(failures) and the rest of P(gpunet.rdma.rdma_line_rate#filter)'s result; for latency tests the latency
+        C(failures) and the rest of P(gpunet.rdma.line_rate#filter)'s result; for latency tests the latency
         table (C(t_typical_usec), C(t_avg_usec), C(p99_usec), ...).
       type: dict
     client_argv:
@@ -210,9 +210,10 @@ import os
 import threading
 import time
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import check_executable, run_argv, run_stoppable
+from ansible_collections.gpunet.rdma.plugins.module_utils._host_io import check_executable
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import line_rate_result, parse_lat, percentage_problem
+from ansible_collections.gpunet.rdma.plugins.module_utils.validation._perftest import (
+    CLIENT_PARTS, PERFTEST, SERVER_PARTS, line_rate_result, parse_lat, percentage_problem)
 
 BANDWIDTH_TOOLS = ('ib_write_bw', 'ib_read_bw', 'ib_send_bw')
 
@@ -233,24 +234,22 @@ def tool_path(module, tool):
 
 
 def arguments(module, test):
-    args = ['-d', test['device'], '-i', str(test['port']), '-p', str(module.params['tcp_port'])]
-    if test['gid_index'] is not None:
-        args += ['-x', str(test['gid_index'])]
+    """The values of the argv parts (PERFTEST) of one test; the message size only for the bandwidth tools."""
+    values = dict(device=test['device'], port=test['port'], tcp_port=module.params['tcp_port'],
+                  gid_index=test['gid_index'])
     if test['tool'] in BANDWIDTH_TOOLS:
-        args += ['-s', str(module.params['message_size'])]
-        if module.params['report_gbits']:
-            args.append('--report_gbits')
-    return args
+        values.update(size=module.params['message_size'], gbits=module.params['report_gbits'])
+    return values
 
 
-def _run_client(module, path, args, address, deadline, server_alive=lambda: True):
+def _run_client(module, tool, values, address, deadline, server_alive=lambda: True):
     """The client against ``address``, retried while the server is not listening yet; a client stuck in its exchange
     is stopped at the deadline (TERM, then KILL 5 s later) instead of holding the module."""
-    client_argv = [path] + args + [address]
     attempt = 0
     while True:
         attempt += 1
-        stopped, rc, out, err = run_stoppable(module, client_argv, timeout=deadline - time.time())
+        client_argv, stopped, rc, out, err = tool.run_stoppable(
+            CLIENT_PARTS, timeout=deadline - time.time(), server=address, **values)
         if stopped:
             err += '\nclient stopped after the timeout'
             rc = None
@@ -262,19 +261,19 @@ def _run_client(module, path, args, address, deadline, server_alive=lambda: True
     return client_argv, rc, out, err
 
 
-def _run_server(module, path, args, deadline):
+def _run_server(tool, values, deadline):
     """The server until its client is done or the deadline: ``(rc or None when stopped, out, err)``.
 
     It runs in a thread, where fail_json cannot end the module: a server that cannot start is returned as such.
     """
     try:
-        rc, out, err, stopped = run_argv(module, [path] + args, deadline - time.time())
+        rc, out, err, stopped = tool.run_in_thread(SERVER_PARTS, deadline - time.time(), **values)[1:]
         return (None if stopped else rc), out, err
     except (IOError, OSError) as exc:
-        return None, '', 'cannot start %s: %s' % (path, exc)
+        return None, '', 'cannot start %s: %s' % (tool.executable, exc)
 
 
-def run_pair(module, path, args):
+def run_pair(module, tool, values):
     """Server in the background, client against 127.0.0.1 with retries; returns the outputs of both.
 
     Both run through module.run_command (LC_ALL=C); the server in a thread, so that the client can start beside it.
@@ -283,32 +282,32 @@ def run_pair(module, path, args):
     server = {}
 
     def serve():
-        server['rc'], server['out'], server['err'] = _run_server(module, path, args, deadline)
+        server['rc'], server['out'], server['err'] = _run_server(tool, values, deadline)
 
     thread = threading.Thread(target=serve, name='perftest-server')
     thread.daemon = True
     thread.start()
     time.sleep(0.3)  # the server's listening socket, before the first client (a refused client is retried anyway)
-    client_argv, rc, out, err = _run_client(module, path, args, '127.0.0.1', deadline, thread.is_alive)
+    client_argv, rc, out, err = _run_client(module, tool, values, '127.0.0.1', deadline, thread.is_alive)
     thread.join(max(1, deadline - time.time()) + 6)
     return {'client_argv': client_argv, 'rc': rc, 'stdout': out, 'stderr': err, 'server_rc': server.get('rc'),
-            'server_argv': [path] + args, 'server_stdout': server.get('out', ''),
+            'server_argv': tool.argv(SERVER_PARTS, **values), 'server_stdout': server.get('out', ''),
             'server_stderr': server.get('err', '')}
 
 
-def run_client_only(module, path, args):
+def run_client_only(module, tool, values):
     """The client of a test whose server runs on another node (``server_address``)."""
     deadline = time.time() + module.params['timeout']
-    client_argv, rc, out, err = _run_client(module, path, args, module.params['server_address'], deadline)
+    client_argv, rc, out, err = _run_client(module, tool, values, module.params['server_address'], deadline)
     return {'client_argv': client_argv, 'rc': rc, 'stdout': out, 'stderr': err, 'server_rc': None,
             'server_argv': [], 'server_stdout': '', 'server_stderr': ''}
 
 
-def run_server_only(module, path, args):
+def run_server_only(module, tool, values):
     """The server of a test whose client runs on another node (``serve``)."""
-    rc, out, err = _run_server(module, path, args, time.time() + module.params['timeout'])
+    rc, out, err = _run_server(tool, values, time.time() + module.params['timeout'])
     return {'client_argv': [], 'rc': None, 'stdout': '', 'stderr': '', 'server_rc': rc,
-            'server_argv': [path] + args, 'server_stdout': out, 'server_stderr': err}
+            'server_argv': tool.argv(SERVER_PARTS, **values), 'server_stdout': out, 'server_stderr': err}
 
 
 def judge(module, test, run):
@@ -382,9 +381,9 @@ def main():
             results.append(dict(base, ok=True, skipped=True, problem=None, record={}, client_argv=[], rc=None,
                                 stdout='', stderr='', server_rc=None, server_argv=[], server_stdout=''))
             continue
-        path = tool_path(module, test['tool'])
+        tool = PERFTEST(module, tool_path(module, test['tool']))
         if module.params['serve']:
-            run = run_server_only(module, path, arguments(module, test))
+            run = run_server_only(module, tool, arguments(module, test))
             ok = run['server_rc'] == 0
             problem = None if ok else ('the %s server %s: %s' % (
                 test['tool'], 'was stopped after the timeout (its client never came)' if run['server_rc'] is None
@@ -395,9 +394,9 @@ def main():
                 failed.append('%s/%d %s' % (test['device'], test['port'], test['tool']))
             continue
         if module.params['server_address']:
-            run = run_client_only(module, path, arguments(module, test))
+            run = run_client_only(module, tool, arguments(module, test))
         else:
-            run = run_pair(module, path, arguments(module, test))
+            run = run_pair(module, tool, arguments(module, test))
         ok, problem, record = judge(module, test, run)
         results.append(dict(base, ok=ok, skipped=False, problem=problem, record=record, **run))
         if not ok:

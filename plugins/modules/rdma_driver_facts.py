@@ -34,64 +34,8 @@ description:
   - Reads only.
 author:
   - gpunet.rdma contributors (@gpunet)
-options:
-  modules:
-    description: Kernel modules to report on; the RDMA core modules are always included.
-    type: list
-    elements: str
-    default: []
-  kernel:
-    description:
-      - Kernel release to check the modules of; default the running kernel (C(uname -r)).
-      - Must look like a kernel release (letters, digits, C(.), C(_), C(+), C(~) and C(-); no C(/)).
-    type: str
-  modules_root:
-    description: Directory holding one C(modules.dep) tree per kernel. Missing (containers) means no module is
-      installed; a file there is an error.
-    type: path
-    default: /lib/modules
-  sysfs_root:
-    description:
-      - Where sysfs is mounted (C(module/), C(kernel/mm/memory_peers/)).
-      - Must exist and look like a sysfs mount (one of C(class/), C(devices/), C(bus/), C(module/), C(kernel/)
-        in it); anything else is an error naming the path.
-    type: path
-    default: /sys
-  modprobe_dir:
-    description: The modprobe configuration directory searched for C(options ib_core netns_mode=...). Missing
-      means nothing is persisted; a file there is an error.
-    type: path
-    default: /etc/modprobe.d
-  ofed_info_path:
-    description: Path of C(ofed_info); default searches C(/usr/bin), E(PATH) and the sbin directories.
-    type: path
-  rdma_path:
-    description: Path of the iproute2 C(rdma) tool; default searches E(PATH) (MLNX_OFED's own copy in
-      C(/opt/mellanox/iproute2/sbin) first).
-    type: path
-  packages:
-    description:
-      - Distribution packages to report the installed version of (RV(ansible_facts.rdma_driver.packages)), e.g. the
-        RDMA userspace the driver stage installs, so that a run finds them installed without asking the package
-        manager again. Read from dpkg's status database, or with one C(rpm -q) call.
-    type: list
-    elements: str
-    default: []
-  os_release_path:
-    description: The os-release file (RV(ansible_facts.rdma_driver.os)); C(/usr/lib/os-release) when it is missing.
-    type: path
-    default: /etc/os-release
-  dpkg_status_path:
-    description: dpkg's status database, read for O(packages) on Debian-like hosts.
-    type: path
-    default: /var/lib/dpkg/status
-  nvidia_driver_root:
-    description:
-      - Where the GPU Operator's driver container bind-mounts its root file system on the host. While it exists and is
-        not empty, the NVIDIA driver is the operator's (RV(ansible_facts.rdma_driver.nvidia.source) V(gpu_operator)).
-    type: path
-    default: /run/nvidia/driver
 extends_documentation_fragment:
+  - gpunet.rdma.driver_stack
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
 attributes:
@@ -263,7 +207,7 @@ ansible_facts:
           sample: {rdma-core: 44.0-2, perftest: null}
 '''
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._driver_facts import DRIVER_OPTIONS, gather
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._driver_facts import DRIVER_OPTIONS, gather
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule
 
 

@@ -263,8 +263,8 @@ persist:
 '''
 
 from ansible_collections.gpunet.rdma.plugins.module_utils._module import RdmaModule, Step
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import sysfs_root_problem
-from ansible_collections.gpunet.rdma.plugins.module_utils._sriov import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import sysfs_root_problem
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._sriov import (
     SriovError,
     SysfsPci,
     check_firmware,

@@ -8,7 +8,7 @@ A filter given input of the wrong type or shape fails with ``AnsibleFilterError`
 and what it expects - never with a Python traceback (``TypeError``, ``KeyError``, ``'str' object has no attribute
 'get'``)::
 
-    @filter_args('rdma_check', ports=a_list('rdma_ports records', a_dict('an rdma_ports record'), nullable=True),
+    @filter_args('check', ports=a_list('rdma_ports records', a_dict('an rdma_ports record'), nullable=True),
                  expectation=a_dict('an expectation', nullable=True))
     def rdma_check(ports, expectation=None):
         ...
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from ansible.errors import AnsibleError, AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, check_ledger
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import LedgerError, check_ledger
 
 # What processing input of an unexpected shape raises; converted into AnsibleFilterError by filter_args.
 SHAPE_ERRORS = (TypeError, ValueError, LookupError, AttributeError, ArithmeticError)
@@ -171,6 +171,15 @@ def a_scalar(what, nullable=False, label=None):
             return _got(expected, value)
         return None
     return Spec('a string (%s)' % what, check, nullable, label)
+
+
+def a_bool(what, nullable=False, label=None):
+    """true or false, as YAML and Jinja write them (not a string: "false" would read as true)."""
+    def check(value, expected):
+        if not isinstance(value, bool):
+            return _got(expected, value)
+        return None
+    return Spec('true or false (%s)' % what, check, nullable, label)
 
 
 def a_number(what, nullable=False, label=None, whole=False):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """TEST DOUBLE support: how kube-apiserver checks objects, for tests/doubles/kube_apiserver.py.
 
-The double must not judge objects with the collection's own checks (plugins/module_utils/_crd_schema.py and
+The double must not judge objects with the collection's own checks (plugins/module_utils/cluster/_crd_schema.py and
 _core_schema.py): a gap there would then be a gap of the "API server" too, and every role test against the double
 would agree with the collection by construction. So this module imports nothing from the collection; it is written
 from the Kubernetes documentation of CustomResourceDefinitions (structural schemas, pruning, defaulting, validation)

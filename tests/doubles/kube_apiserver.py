@@ -1392,6 +1392,10 @@ class FakeApiServer(object):
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = 'HTTP/1.1'
+            # One write per answer, sent at once: on a kept-alive connection the body written after the headers
+            # waited for the client's delayed ACK (Nagle), 40 ms on every request but the first.
+            wbufsize = 65536
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # keep test output clean
                 pass
@@ -1399,6 +1403,12 @@ class FakeApiServer(object):
             def setup(self):
                 BaseHTTPRequestHandler.setup(self)
                 api.connections.add(self.connection)
+
+            def handle(self):
+                try:
+                    BaseHTTPRequestHandler.handle(self)
+                except ConnectionResetError:  # a client that resets its kept-alive connection (helm at exit)
+                    self.close_connection = True
 
             def finish(self):
                 api.connections.discard(self.connection)

@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
+import pathlib
 import sys
 
 import pytest
@@ -41,9 +44,12 @@ def _collection_root():
 
 
 sys.path.insert(0, _collection_root())
+# Tests take the lab's generator through the fixtures below; tests/unit/awx, roles and playbooks still import it.
 sys.path.insert(0, os.path.join(REPO, 'lab'))
 
 import sysfs_fixture  # noqa: E402  pylint: disable=wrong-import-position
+from ansible.module_utils.common import warnings as module_warnings  # noqa: E402  pylint: disable=wrong-import-position
+from ansible.module_utils.testing import patch_module_args  # noqa: E402  pylint: disable=wrong-import-position
 
 
 @pytest.fixture(scope='session', autouse=True)
@@ -85,7 +91,6 @@ def module_warnings_per_test(monkeypatch):
     Warnings are module-global, and once a filter plugin was imported in this process ansible-core takes it for the
     controller and sends module warnings to its display instead of the result.
     """
-    from ansible.module_utils.common import warnings as module_warnings
     module_warnings._global_warnings.clear()
     monkeypatch.setattr('ansible.module_utils._internal.is_controller', False)
 
@@ -99,14 +104,97 @@ def recorded():
     return read
 
 
+def _profile(profile):
+    return sysfs_fixture.load_profile(os.path.join(HARDWARE, profile + '.yml')) if isinstance(profile, str) else profile
+
+
+@pytest.fixture
+def sysfs_profile():
+    """Load a lab hardware profile (lab/hardware/<name>.yml) as a dict, for a test that changes it before building."""
+    return _profile
+
+
+@pytest.fixture
+def lab_generator():
+    """The lab's sysfs and firmware generator (lab/sysfs_fixture.py), for the tests of the generator itself."""
+    return sysfs_fixture
+
+
 @pytest.fixture
 def hardware():
     """Build a sysfs tree from a lab hardware profile (or a dict) and return its root."""
     def build(profile, root):
-        if isinstance(profile, str):
-            profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, profile + '.yml'))
-        return sysfs_fixture.build(profile, str(root))
+        return sysfs_fixture.build(_profile(profile), str(root))
     return build
+
+
+@pytest.fixture
+def lab_tree(tmp_path, monkeypatch):
+    """``lab_tree(profile, root=tmp_path, doubles=True)``: a lab node root (a Path) from a hardware profile.
+
+    ``profile`` is a name in lab/hardware or a dict. The root holds sys/ (the sysfs tree); with ``doubles`` also the
+    firmware state (firmware/, verbs/, boot_id) and the lab's tool doubles in bin/, which goes first on PATH.
+    GPUNET_LAB_ROOT names the root last built, as the lab's node images set it.
+    """
+    def build(profile, root=None, doubles=True):
+        root = tmp_path if root is None else pathlib.Path(root)
+        profile = _profile(profile)
+        sysfs_fixture.build(profile, str(root / 'sys'))
+        if doubles:
+            sysfs_fixture.build_firmware(profile, str(root))
+            monkeypatch.setenv('PATH', str(root / 'bin') + os.pathsep + os.environ.get('PATH', os.defpath))
+        monkeypatch.setenv('GPUNET_LAB_ROOT', str(root))
+        return root
+    return build
+
+
+@pytest.fixture
+def run_module(capsys):
+    """``run_module(module, args, check_mode=False, diff=False, env=None, patch=None, code=None)``: (exit code, result).
+
+    Runs a module of the collection in this process as ansible runs it on a host: ``module`` is the module, its
+    name (``'mlxconfig'``) or a ``main`` callable; ``check_mode`` and ``diff`` are ``_ansible_check_mode`` and
+    ``_ansible_diff``. ``env`` ({name: value, None unsets}) and ``patch`` ({'dotted.name' or (object, 'name'): value})
+    hold during the run only. ``code`` is the exit code the test expects (checked, the result shown otherwise).
+    The module must end through exit_json or fail_json with one JSON result; a traceback fails the test, naming it.
+    """
+    def run(module, args=None, check_mode=False, diff=False, env=None, patch=None, code=None):
+        if isinstance(module, str):
+            module = importlib.import_module('ansible_collections.gpunet.rdma.plugins.modules.' + module)
+        main = getattr(module, 'main', module)
+        name = getattr(module, '__name__', repr(module))
+        args = dict(args or {})
+        if check_mode:
+            args['_ansible_check_mode'] = True
+        if diff:
+            args['_ansible_diff'] = True
+        module_warnings._global_warnings.clear()  # a module runs in a process of its own: no warnings of an earlier run
+        with pytest.MonkeyPatch.context() as scoped, patch_module_args(args):
+            for key, value in (env or {}).items():
+                if value is None:
+                    scoped.delenv(key, raising=False)
+                else:
+                    scoped.setenv(key, str(value))
+            for target, value in (patch or {}).items():
+                scoped.setattr(*(target if isinstance(target, tuple) else (target,)), value)
+            exit_code = None
+            try:
+                main()
+            except SystemExit as exc:
+                exit_code = exc.code
+            except Exception as exc:  # pylint: disable=broad-except
+                pytest.fail('%s ended in a traceback: %s: %s' % (name, type(exc).__name__, exc))
+            else:
+                pytest.fail('%s returned without exit_json or fail_json' % name)
+        out = capsys.readouterr().out
+        try:
+            result = json.loads(out)
+        except ValueError:
+            pytest.fail('%s printed no single JSON result: %r' % (name, out[-2000:]))
+        if code is not None:
+            assert exit_code == code, result
+        return exit_code, result
+    return run
 
 
 @pytest.fixture
@@ -128,7 +216,7 @@ def crd_release(upstream_crds):
 
     import yaml
 
-    from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import crd_index
+    from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema import crd_index
 
     def load(release):
         documents = []

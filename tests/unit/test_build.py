@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -18,6 +19,25 @@ import pytest
 import yaml
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+RELEASE = os.path.join(REPO, '.build', 'release', 'ansible_collections', 'gpunet', 'rdma')
+
+# Written out by hand: what a user gets at the top of the installed collection. A new top-level file or directory of
+# the checkout fails the tests below until it is decided on: added here (it is part of the collection) or to
+# galaxy.yml's build_ignore (it is not).
+COLLECTION_TOP_LEVEL = ['CHANGELOG.rst', 'FILES.json', 'LICENSE', 'MANIFEST.json', 'README.md', 'awx', 'changelogs',
+                        'docs', 'inventory', 'meta', 'playbooks', 'plugins', 'roles', 'tests']
+
+# What lies beside the collection in a checkout that ran make test, make lab, pytest from the root, an editor.
+CHECKOUT_JUNK = [
+    '.hypothesis/examples/0123abcd/fedc', '.build/dist/gpunet-rdma-0.0.9.tar.gz', '.venv/bin/python',
+    '.venv/lib/python3.13/site-packages/x.py', '.ansible/collections/x', '.cache/pip/x', '.pytest_cache/v/x',
+    '.tox/py/x', '.mypy_cache/x.json', '.idea/workspace.xml', '.vscode/settings.json', '.DS_Store', '.coverage',
+    '.envrc', 'tests/output/junit/x.xml', 'tests/unit/__pycache__/x.cpython-313.pyc',
+    'plugins/modules/__pycache__/ledger.cpython-313.pyc', 'plugins/modules/.ledger.py.swp',
+    'roles/rollout/tasks/.guard.yml.swp', 'docs/.DS_Store', 'changelogs/.plugin-cache.yaml',
+    'rdma-report/rdma-fleet-report.md', 'rdma-manifests/nicclusterpolicy.yml', 'gpunet-rdma-0.0.9.tar.gz',
+    'playbooks/site.retry', 'inventory/lab/nodes.generated.yml', 'lab/x', 'molecule/x', 'bench/results/x.json',
+]
 
 
 @pytest.fixture(scope='module')
@@ -42,16 +62,45 @@ def test_tarball_holds_what_runs_from_an_installed_copy(tarball):
 
 
 def test_the_top_level_holds_only_the_collection(tarball):
-    """Written out by hand: what a user gets at the top of the installed collection, nothing of the checkout's tooling
-    (linter wheels, the Makefile, requirements, CI) beside it."""
+    """Nothing of the checkout's tooling (linter wheels, the Makefile, requirements, CI) beside the collection."""
     with tarfile.open(tarball) as archive:
         top = sorted(set(name.split('/', 1)[0] for name in archive.getnames()))
-    assert top == ['CHANGELOG.rst', 'FILES.json', 'LICENSE', 'MANIFEST.json', 'README.md', 'awx', 'changelogs', 'docs',
-                   'inventory', 'meta', 'playbooks', 'plugins', 'roles', 'tests']
+    assert top == COLLECTION_TOP_LEVEL
     with tarfile.open(tarball) as archive:
         tests = sorted(set('/'.join(n.split('/')[:2]) for n in archive.getnames() if n.startswith('tests/')))
     # ansible-test sanity's ignore files only (empty: they say no check is ignored)
     assert tests == ['tests/sanity']
+
+
+@pytest.fixture(scope='module')
+def tarball_beside_junk(tarball, tmp_path_factory):
+    """The same release tree as `make build`'s, with a checkout's junk beside and inside it, built by
+    ansible-galaxy collection build: only galaxy.yml's build_ignore keeps the junk out."""
+    root = tmp_path_factory.mktemp('junk')
+    tree = root / 'ansible_collections' / 'gpunet' / 'rdma'
+    shutil.copytree(RELEASE, str(tree), symlinks=True)
+    for junk in CHECKOUT_JUNK:
+        path = tree / junk
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('junk\n')
+    result = subprocess.run(['ansible-galaxy', 'collection', 'build', '--force', '--output-path', str(root / 'dist'),
+                             str(tree)], capture_output=True, text=True, check=False, timeout=300,
+                            env=dict(os.environ, ANSIBLE_NOCOLOR='1'))
+    assert result.returncode == 0, result.stdout + result.stderr
+    built = os.listdir(str(root / 'dist'))
+    assert len(built) == 1, built
+    return str(root / 'dist' / built[0])
+
+
+def test_junk_beside_the_collection_is_not_shipped(tarball, tarball_beside_junk):
+    with tarfile.open(tarball_beside_junk) as archive:
+        names = sorted(archive.getnames())
+    assert sorted(set(name.split('/', 1)[0] for name in names)) == COLLECTION_TOP_LEVEL
+    assert not [name for name in names if any(part.startswith('.') for part in name.split('/'))]
+    assert not [name for name in names if name in CHECKOUT_JUNK or name.endswith(('.pyc', '.retry', '.tar.gz'))]
+    # file for file what make build ships from the release tree alone
+    with tarfile.open(tarball) as archive:
+        assert names == sorted(archive.getnames())
 
 
 def test_execution_environment_builds_from_the_installed_collection(tarball, tmp_path):

@@ -100,6 +100,39 @@ def test_the_check_finds_every_kind_of_bypass(tmp_path):
     assert bypasses(str(clean)) == []
 
 
+# Tools are run through the one runner of each tool (module_utils/_tool_runner.py over _host_io's run functions): a
+# plugin that calls the run functions itself builds its argv by hand again.
+RUN_FUNCTIONS = {'run_tool', 'run_argv', 'run_stoppable', 'run_in_step'}
+RUNNER_FILES = ('plugins/module_utils/_host_io.py', 'plugins/module_utils/_tool_runner.py')
+
+
+def direct_runs(path):
+    """``[(line, name)]`` of the _host_io run functions that ``path`` imports or calls by name."""
+    with open(path, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            found.extend((node.lineno, alias.name) for alias in node.names if alias.name in RUN_FUNCTIONS)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in RUN_FUNCTIONS:
+            found.append((node.lineno, node.func.id))
+    return found
+
+
+@pytest.mark.parametrize('relpath', [path for path in plugin_files() if path not in RUNNER_FILES])
+def test_every_tool_runs_through_its_runner(relpath):
+    found = direct_runs(os.path.join(REPO, relpath))
+    assert not found, '%s runs tools itself (%s); declare a ToolRunner in the tool\'s module_utils instead' % (
+        relpath, ', '.join('%s line %d' % (name, line) for line, name in found))
+
+
+def test_the_runner_check_finds_an_import_and_a_call(tmp_path):
+    source = tmp_path / 'module.py'
+    source.write_text('from x._host_io import run_tool, read_text\nfrom y import run_argv as go\n'
+                      'def f(module):\n    return run_in_step(module, ["x"]), QOS(module, "p").run("interface")\n')
+    assert direct_runs(str(source)) == [(1, 'run_tool'), (2, 'run_argv'), (4, 'run_in_step')]
+
+
 def filter_modules():
     for path in sorted(glob.glob(os.path.join(PLUGINS, 'filter', '*.py'))):
         name = os.path.splitext(os.path.basename(path))[0]

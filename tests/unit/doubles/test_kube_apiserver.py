@@ -839,13 +839,13 @@ def test_the_double_validates_with_its_own_code_not_the_collections():
 
 
 def test_the_import_check_finds_every_way_to_reach_the_collection(tmp_path):
-    (tmp_path / 'double.py').write_text('"""Says plugins/module_utils/_crd_schema.py in prose: fine."""\n'
+    (tmp_path / 'double.py').write_text('"""Says plugins/module_utils/cluster/_crd_schema.py in prose: fine."""\n'
                                         'import helper\n')
     (tmp_path / 'helper.py').write_text(
         'import importlib\n'
         'from ansible_collections.gpunet.rdma.plugins.module_utils import _crd_schema\n'
-        'from plugins.module_utils._core_schema import validate_builtin\n'
-        'SCHEMA = importlib.import_module("ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema")\n'
+        'from plugins.module_utils.cluster._core_schema import validate_builtin\n'
+        'SCHEMA = importlib.import_module("ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema")\n'
         'PATH = "../../plugins/module_utils"\n')
     read, uses = _collection_uses(str(tmp_path), 'double')
     assert read == {'double', 'helper'}

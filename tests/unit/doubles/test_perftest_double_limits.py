@@ -22,12 +22,10 @@ import sys
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import explain_failure, line_rate_result, parse_bw
+from ansible_collections.gpunet.rdma.plugins.module_utils.validation._perftest import explain_failure, line_rate_result, parse_bw
 
-import sysfs_fixture
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-HARDWARE = os.path.join(REPO, 'lab', 'hardware')
 DOUBLES = os.path.join(REPO, 'lab', 'doubles')
 PUBLIC = os.path.join(REPO, 'tests', 'unit', 'fixtures', 'public', 'perftest_limits')
 TIMEOUT = 30
@@ -36,20 +34,8 @@ MR_FAILURE = ('Couldn\'t allocate MR with error=12\nfailed to create mr\nFailed 
               'resources\n')
 
 
-def profile_of(name):
-    return sysfs_fixture.load_profile(os.path.join(HARDWARE, name + '.yml'))
-
-
 def device_of(profile, name):
     return next(device for device in profile['devices'] if device['name'] == name)
-
-
-def build(root, profile):
-    if isinstance(profile, str):
-        profile = profile_of(profile)
-    sysfs_fixture.build(profile, str(root / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(root))
-    return root
 
 
 def read(path):
@@ -123,10 +109,10 @@ def double():
 
 
 @pytest.fixture
-def lab_tree(double, tmp_path, monkeypatch):
-    """``lab_tree(profile)``: build a lab root and point the in-process double at it; its path."""
+def double_tree(double, lab_tree, monkeypatch):
+    """``double_tree(profile)``: build a lab root and point the in-process double at it; its path."""
     def tree(profile):
-        root = build(tmp_path, profile)
+        root = lab_tree(profile)
         monkeypatch.setattr(double, 'SYSFS', str(root / 'sys' / 'class' / 'infiniband'))
         monkeypatch.setattr(double, 'VERBS_PORTS', str(root / 'verbs' / 'ports.json'))
         return root
@@ -148,19 +134,19 @@ def lab_tree(double, tmp_path, monkeypatch):
     # no speed in the profile: x16 at 16.0 GT/s
     ('pvrdma', '0000:0b:00.1', ('16.0 GT/s PCIe', '16', '16.0 GT/s PCIe', '16')),
 ])
-def test_every_function_has_its_pcie_link_as_sysfs_shows_it(tmp_path, profile, function, link):
-    root = build(tmp_path, profile)
+def test_every_function_has_its_pcie_link_as_sysfs_shows_it(lab_tree, profile, function, link):
+    root = lab_tree(profile)
     directory = root / 'sys' / 'bus' / 'pci' / 'devices' / function
     names = ('current_link_speed', 'current_link_width', 'max_link_speed', 'max_link_width')
     assert tuple(read(directory / name) for name in names) == tuple(value + '\n' for value in link)
 
 
-def test_the_speeds_are_the_kernels_names():
+def test_the_speeds_are_the_kernels_names(lab_generator):
     """The names NCCL reads from the same files, both the current kernels' and those of 5.6 and earlier."""
     text = public('nccl-topo.cc-pci-link-speeds.txt')
     for speed in ('2.5 GT/s PCIe', '5.0 GT/s PCIe', '8.0 GT/s PCIe', '16.0 GT/s PCIe', '32.0 GT/s PCIe', '64.0 GT/s PCIe',
                   '8 GT/s', '16 GT/s'):
-        assert '"%s"' % speed in text and speed in sysfs_fixture.PCIE_SPEEDS
+        assert '"%s"' % speed in text and speed in lab_generator.PCIE_SPEEDS
     assert 'LnkSta: Speed unknown (downgraded), Width x0 (downgraded)' in public('lspci-connectx5-vf-link.txt')
 
 
@@ -169,23 +155,24 @@ def test_the_speeds_are_the_kernels_names():
     ({'pcie_link_width': 6}, 'mlx5_1: PCIe link width 6 is not a number of lanes'),
     ({'pcie_link_width': 16, 'pcie_max_link_width': 8}, 'mlx5_1: PCIe link width x16 above its maximum x8'),
 ])
-def test_a_link_the_kernel_cannot_show_is_refused(tmp_path, change, message):
-    profile = profile_of('v100')
+def test_a_link_the_kernel_cannot_show_is_refused(sysfs_profile, hardware, tmp_path, change, message):
+    profile = sysfs_profile('v100')
     device_of(profile, 'mlx5_1').update(change)
     with pytest.raises(ValueError) as raised:
-        sysfs_fixture.build(profile, str(tmp_path / 'sys'))
+        hardware(profile, tmp_path / 'sys')
     assert str(raised.value).startswith(message)
 
 
-def test_an_ib_ports_active_mtu_goes_to_verbs_only_when_the_profile_sets_it(tmp_path):
-    assert not os.path.exists(str(build(tmp_path / 'plain', 'a100') / 'verbs'))
-    profile = profile_of('a100')
+def test_an_ib_ports_active_mtu_goes_to_verbs_only_when_the_profile_sets_it(lab_tree, sysfs_profile, lab_generator,
+                                                                            tmp_path):
+    assert not os.path.exists(str(lab_tree('a100', root=tmp_path / 'plain') / 'verbs'))
+    profile = sysfs_profile('a100')
     device_of(profile, 'mlx5_1')['ports'][0]['active_mtu'] = 2048
-    root = build(tmp_path / 'set', profile)
+    root = lab_tree(profile, root=tmp_path / 'set')
     assert json.loads(read(root / 'verbs' / 'ports.json')) == {'mlx5_1/1': {'active_mtu': 2048}}
     device_of(profile, 'mlx5_bond_0')['ports'][0]['active_mtu'] = 1024
     with pytest.raises(ValueError) as raised:
-        sysfs_fixture.build_firmware(profile, str(tmp_path / 'roce'))
+        lab_generator.build_firmware(profile, str(tmp_path / 'roce'))
     assert str(raised.value) == ('mlx5_bond_0 port 1: active_mtu is for InfiniBand ports; a RoCE port\'s follows its '
                                  'netdev\'s mtu')
 
@@ -218,8 +205,8 @@ LAB_PORTS = [
 
 
 @pytest.mark.parametrize('profile, device, pcie, average', LAB_PORTS)
-def test_the_lab_profiles_links_limit_none_of_their_ports(double, lab_tree, profile, device, pcie, average):
-    lab_tree(profile)
+def test_the_lab_profiles_links_limit_none_of_their_ports(double, double_tree, profile, device, pcie, average):
+    double_tree(profile)
     opts = double.parse('ib_write_bw', ['-d', device, '--report_gbits'])
     port = double.port_of(opts)
     assert round(port['pcie'], 2) == pcie
@@ -231,8 +218,8 @@ def test_the_lab_profiles_links_limit_none_of_their_ports(double, lab_tree, prof
     ('h100', 'mlx5_3', 400, 367.22, 367.32),
     ('roce_a100', 'mlx5_8', 100, 94.71, 94.72),
 ])
-def test_the_lab_profiles_still_reach_their_line_rate(tmp_path, profile, device, rate, average, peak):
-    root = build(tmp_path, profile)
+def test_the_lab_profiles_still_reach_their_line_rate(lab_tree, profile, device, rate, average, peak):
+    root = lab_tree(profile)
     (src, _sout, _serr), (crc, cout, _cerr) = pair(root, 'ib_write_bw', ['-d', device, '--report_gbits'],
                                                    ['-d', device, '--report_gbits'])
     parsed = parse_bw(cout)
@@ -240,12 +227,12 @@ def test_the_lab_profiles_still_reach_their_line_rate(tmp_path, profile, device,
     assert line_rate_result(cout, rate, 90)['ok'] is True
 
 
-def test_an_x8_gen3_function_under_a_100g_port_is_limited_near_the_pcie_figure(tmp_path):
+def test_an_x8_gen3_function_under_a_100g_port_is_limited_near_the_pcie_figure(lab_tree, sysfs_profile):
     """A dual-port ConnectX-5 trained at x8: 52.50 Gb/s (peak 52.51) instead of 94.71, 52.5 % of the line rate."""
-    profile = profile_of('v100')
+    profile = sysfs_profile('v100')
     for device in profile['devices']:
         device['pcie_link_width'] = 8
-    root = build(tmp_path, profile)
+    root = lab_tree(profile)
     assert read(root / 'sys' / 'class' / 'infiniband' / 'mlx5_1' / 'device' / 'current_link_width') == '8\n'
     assert read(root / 'sys' / 'class' / 'infiniband' / 'mlx5_1' / 'ports' / '1' / 'rate') == '100 Gb/sec (4X EDR)\n'
     (src, sout, _serr), (crc, cout, _cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_1', '--report_gbits'],
@@ -263,27 +250,27 @@ def test_an_x8_gen3_function_under_a_100g_port_is_limited_near_the_pcie_figure(t
     assert crc == 0 and parse_bw(cout)['rows'][0]['average'] == 6258.49
 
 
-def test_the_narrower_side_limits_the_pair(tmp_path):
+def test_the_narrower_side_limits_the_pair(lab_tree, sysfs_profile):
     """Only mlx5_1's function is x8: a pair of mlx5_0 (x16) and mlx5_1 runs at 52.50 Gb/s on both sides."""
-    profile = profile_of('v100')
+    profile = sysfs_profile('v100')
     device_of(profile, 'mlx5_1')['pcie_link_width'] = 8
-    root = build(tmp_path, profile)
+    root = lab_tree(profile)
     (src, sout, _serr), (crc, cout, _cerr) = pair(root, 'ib_send_bw', ['-d', 'mlx5_0', '--report_gbits'],
                                                   ['-d', 'mlx5_1', '--report_gbits'])
     assert (src, crc) == (0, 0)
     assert (parse_bw(sout)['average_gbps'], parse_bw(cout)['average_gbps']) == (52.5, 52.5)
 
 
-def test_a_vf_crosses_its_pfs_link(double, lab_tree):
-    profile = profile_of('roce_a100')
+def test_a_vf_crosses_its_pfs_link(double, double_tree, sysfs_profile):
+    profile = sysfs_profile('roce_a100')
     device_of(profile, 'mlx5_0')['pcie_link_width'] = 8
-    lab_tree(profile)
+    double_tree(profile)
     assert [round(double.port_of(double.parse('ib_write_bw', ['-d', name]))['pcie'], 2)
             for name in ('mlx5_0', 'mlx5_8', 'mlx5_9', 'mlx5_1')] == [52.5, 52.5, 52.5, 105.0]
 
 
-def test_a_kernel_before_5_7_and_a_link_that_did_not_train(double, lab_tree):
-    root = lab_tree('v100')
+def test_a_kernel_before_5_7_and_a_link_that_did_not_train(double, double_tree):
+    root = double_tree('v100')
     function = root / 'sys' / 'bus' / 'pci' / 'devices' / '0000:5e:00.0'
     (function / 'current_link_speed').write_text('8 GT/s\n')
     (function / 'current_link_width').write_text('4\n')
@@ -299,11 +286,11 @@ def test_a_kernel_before_5_7_and_a_link_that_did_not_train(double, lab_tree):
 # ------------------------------------------------------------------ MTU
 
 
-def test_an_ib_port_active_at_2048_loses_the_extra_headers(tmp_path):
+def test_an_ib_port_active_at_2048_loses_the_extra_headers(lab_tree, sysfs_profile):
     """65536 bytes in 32 packets of 26 header bytes instead of 16: 65952 / 66368 of 183.61 is 182.46."""
-    profile = profile_of('a100')
+    profile = sysfs_profile('a100')
     device_of(profile, 'mlx5_1')['ports'][0]['active_mtu'] = 2048
-    root = build(tmp_path, profile)
+    root = lab_tree(profile)
     (src, sout, _serr), (crc, cout, _cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_1', '--report_gbits'],
                                                   ['-d', 'mlx5_1', '--report_gbits'])
     assert (src, crc) == (0, 0)
@@ -313,9 +300,9 @@ def test_an_ib_port_active_at_2048_loses_the_extra_headers(tmp_path):
         assert (parsed['average_gbps'], parsed['peak_gbps'], parsed['msg_rate_mpps']) == (182.46, 182.51, 0.348013)
 
 
-def test_the_pair_runs_at_the_smaller_mtu(tmp_path):
+def test_the_pair_runs_at_the_smaller_mtu(lab_tree):
     """The server asks for 256 (-m): both sides print it, and 65952 / 72192 of 183.61 is 167.74."""
-    root = build(tmp_path, 'a100')
+    root = lab_tree('a100')
     (src, sout, _serr), (crc, cout, _cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_1', '-m', '256', '--report_gbits'],
                                                   ['-d', 'mlx5_1', '--report_gbits'])
     assert (src, crc) == (0, 0)
@@ -336,10 +323,10 @@ def test_mtu_factor(double, size, mtu, link, factor):
     assert double.mtu_factor(size, mtu, link) == pytest.approx(factor, abs=1e-12)
 
 
-def test_a_roce_port_with_jumbo_frames_is_not_faster_and_one_at_512_is_slower(tmp_path):
-    profile = profile_of('a100')
+def test_a_roce_port_with_jumbo_frames_is_not_faster_and_one_at_512_is_slower(lab_tree, sysfs_profile):
+    profile = sysfs_profile('a100')
     profile['virtual_netdevs'][0]['mtu'] = 9000
-    root = build(tmp_path, profile)
+    root = lab_tree(profile)
     _server, (crc, cout, _cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_bond_0', '--report_gbits'],
                                        ['-d', 'mlx5_bond_0', '--report_gbits'])
     assert crc == 0 and ' Mtu             : 4096[B]' in cout.splitlines() and parse_bw(cout)['average_gbps'] == 9.47
@@ -363,9 +350,9 @@ def test_the_buffer_is_perftests(double):
     assert needed == [128 * KIB, 8 * KIB, 64 * KIB, 68 * KIB, 512 * KIB, 16 * KIB * KIB]
 
 
-def test_a_64_kib_memlock_limit_fails_ib_write_bw_with_perftests_message(tmp_path):
+def test_a_64_kib_memlock_limit_fails_ib_write_bw_with_perftests_message(lab_tree):
     """The default 64 KiB messages need 128 KiB locked: the registration is refused (ENOMEM, 12) on both sides."""
-    root = build(tmp_path, 'v100')
+    root = lab_tree('v100')
     (src, sout, serr), (crc, cout, cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_1'], ['-d', 'mlx5_1'],
                                                 server_limit=64 * KIB, client_limit=64 * KIB)
     assert (src, serr, crc, cout, cerr) == (1, MR_FAILURE, 1, '', MR_FAILURE)
@@ -379,8 +366,8 @@ def test_a_64_kib_memlock_limit_fails_ib_write_bw_with_perftests_message(tmp_pat
     assert line_rate_result(cout + cerr, 100, 90, crc)['problem'].startswith('memory registration failed')
 
 
-def test_the_side_with_the_limit_fails_and_the_other_sees_the_exchange_break(tmp_path):
-    root = build(tmp_path, 'v100')
+def test_the_side_with_the_limit_fails_and_the_other_sees_the_exchange_break(lab_tree):
+    root = lab_tree('v100')
     (src, _sout, serr), (crc, _cout, cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_1'], ['-d', 'mlx5_1'],
                                                   client_limit=64 * KIB)
     assert (crc, cerr) == (1, MR_FAILURE)
@@ -394,8 +381,8 @@ def test_the_side_with_the_limit_fails_and_the_other_sees_the_exchange_break(tmp
     # 2-byte latency messages need 8 KiB
     ('ib_write_lat', [], 0),
 ])
-def test_what_fits_in_64_kib(tmp_path, tool, args, rc):
-    root = build(tmp_path, 'v100')
+def test_what_fits_in_64_kib(lab_tree, tool, args, rc):
+    root = lab_tree('v100')
     (src, _sout, _serr), (crc, _cout, cerr) = pair(root, tool, ['-d', 'mlx5_1'] + args, ['-d', 'mlx5_1'] + args,
                                                    server_limit=64 * KIB, client_limit=64 * KIB)
     assert (src, crc) == (rc, rc) and (cerr == MR_FAILURE) is (rc == 1)
@@ -420,9 +407,9 @@ def test_libibverbs_warns_a_process_that_is_not_root_of_32_kib_or_less(double, m
 # ------------------------------------------------------------------ GIDs
 
 
-def test_an_ipv4_gid_against_a_link_local_one_is_refused_after_the_header(tmp_path):
+def test_an_ipv4_gid_against_a_link_local_one_is_refused_after_the_header(lab_tree):
     """bond0's table: 0/1 link-local (v1/v2), 2/3 10.96.83.26 (v1/v2)."""
-    root = build(tmp_path, 'a100')
+    root = lab_tree('a100')
     (src, sout, serr), (crc, cout, cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_bond_0', '-x', '1'],
                                                 ['-d', 'mlx5_bond_0', '-x', '3'])
     expected = '\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n'
@@ -433,8 +420,8 @@ def test_an_ipv4_gid_against_a_link_local_one_is_refused_after_the_header(tmp_pa
     assert [failure['kind'] for failure in explain_failure(cerr)] == ['gid_type']
 
 
-def test_roce_v1_against_v2_connects_but_no_work_completes(tmp_path):
-    root = build(tmp_path, 'a100')
+def test_roce_v1_against_v2_connects_but_no_work_completes(lab_tree):
+    root = lab_tree('a100')
     (src, sout, serr), (crc, cout, cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_bond_0', '-x', '2'],
                                                 ['-d', 'mlx5_bond_0', '-x', '3'])
     assert (src, crc) == (1, 1)
@@ -449,16 +436,16 @@ def test_roce_v1_against_v2_connects_but_no_work_completes(tmp_path):
     ('ib_write_lat', 1, 'Test exited with Error'),
     ('ib_send_lat', 17, 'scnt=1, ccnt=0'),
 ])
-def test_roce_v1_against_v2_fails_the_latency_tools_too(tmp_path, tool, rc, last):
-    root = build(tmp_path, 'a100')
+def test_roce_v1_against_v2_fails_the_latency_tools_too(lab_tree, tool, rc, last):
+    root = lab_tree('a100')
     (src, _sout, _serr), (crc, _cout, cerr) = pair(root, tool, ['-d', 'mlx5_bond_0', '-x', '0'],
                                                    ['-d', 'mlx5_bond_0', '-x', '1'])
     assert (src, crc) == (1, rc)
     assert cerr.startswith(' Completion with error at client\n') and cerr.splitlines()[-1] == last
 
 
-def test_the_same_gid_kind_on_both_sides_runs(tmp_path):
-    root = build(tmp_path, 'a100')
+def test_the_same_gid_kind_on_both_sides_runs(lab_tree):
+    root = lab_tree('a100')
     _server, (crc, cout, _cerr) = pair(root, 'ib_write_bw', ['-d', 'mlx5_bond_0', '-x', '2', '--report_gbits'],
                                        ['-d', 'mlx5_bond_0', '-x', '2', '--report_gbits'])
     assert crc == 0 and parse_bw(cout)['average_gbps'] == 9.47

@@ -16,9 +16,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._mlnx_qos import parse, summary
-
-import sysfs_fixture
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._mlnx_qos import parse, summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, '..', '..', '..'))
@@ -28,10 +26,8 @@ NETDEV = 'enp11s0f0np0'
 
 
 @pytest.fixture
-def lab(tmp_path):
-    profile = sysfs_fixture.load_profile(os.path.join(REPO, 'lab', 'hardware', 'roce_a100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    return tmp_path
+def lab(lab_tree):
+    return lab_tree('roce_a100', doubles=False)
 
 
 def run(lab, *args):

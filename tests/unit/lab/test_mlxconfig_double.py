@@ -19,22 +19,16 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import parse_query, parse_query_table
-
-import sysfs_fixture
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._mlxconfig import parse_query, parse_query_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HARDWARE = os.path.join(HERE, '..', '..', '..', 'lab', 'hardware')
 CORPUS = os.path.join(HERE, '..', 'fixtures', 'public', 'mlxconfig')
 CX6, CX6_IB, CX4LX = '0000:0c:00.0', '0000:8d:00.0', '0000:3b:00.0'
 
 
 @pytest.fixture
-def lab(tmp_path):
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    return tmp_path
+def lab(lab_tree):
+    return lab_tree('a100')
 
 
 def tool(lab, name, *args, stdin='', stderr=False):
@@ -233,12 +227,9 @@ def test_mlxfwreset_activates_next_boot_including_array_elements(lab):
 
 
 @pytest.fixture
-def dual_port(tmp_path):
+def dual_port(lab_tree):
     """The V100 node: one dual-port ConnectX-5, functions 0000:5e:00.0 and 0000:5e:00.1 of one adapter."""
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'v100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    return tmp_path
+    return lab_tree('v100')
 
 
 def test_the_functions_of_an_adapter_share_its_configuration(dual_port):

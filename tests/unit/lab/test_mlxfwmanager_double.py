@@ -14,22 +14,15 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._fw_query import parse_mlxfwmanager
-
-import sysfs_fixture
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._fw_query import parse_mlxfwmanager
 
 HERE = os.path.dirname(__file__)
-HARDWARE = os.path.join(HERE, '..', '..', '..', 'lab', 'hardware')
 FIXTURES = os.path.join(HERE, '..', 'fixtures', 'public', 'firmware')
 
 
 @pytest.fixture
-def lab(tmp_path, monkeypatch):
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
-    return tmp_path
+def lab(lab_tree):
+    return lab_tree('a100')
 
 
 def double(lab_root, *args, stdin=''):

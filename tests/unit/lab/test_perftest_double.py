@@ -22,16 +22,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.validation._perftest import (
     explain_failure,
     line_rate_result,
     parse_bw,
     parse_lat,
 )
 
-import sysfs_fixture
 
-HARDWARE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'lab', 'hardware')
 DOUBLES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'lab', 'doubles')
 LINE = '-' * 87
 TIMEOUT = 30
@@ -39,18 +37,10 @@ MIB_HEADER = ' #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]
 GB_HEADER = ' #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]'
 
 
-def build(root, profile):
-    if isinstance(profile, str):
-        profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, profile + '.yml'))
-    sysfs_fixture.build(profile, str(root / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(root))
-    return root
-
-
 @pytest.fixture
-def a100(tmp_path):
+def a100(lab_tree):
     """A lab root with the A100 profile: mlx5_1 ACTIVE HDR 200 Gb/s IB, mlx5_0 DOWN, mlx5_bond_0 ACTIVE 10 GbE."""
-    return build(tmp_path, 'a100')
+    return lab_tree('a100')
 
 
 def free_port():
@@ -146,8 +136,8 @@ def test_server_without_report_gbits_prints_perftests_mismatched_table(a100):
     # 10 Gb/s: no recording, the 100 Gb/s share scaled (94.71 % of 10).
     ('a100', 'mlx5_bond_0', 10, 9.47),
 ])
-def test_line_rate_figures(tmp_path, profile, device, rate, average):
-    root = build(tmp_path, profile)
+def test_line_rate_figures(lab_tree, profile, device, rate, average):
+    root = lab_tree(profile)
     _server, (crc, cout, _cerr) = pair(
         root, 'ib_write_bw', ['-d', device, '--report_gbits'], ['-d', device, '--report_gbits'])
     assert crc == 0 and parse_bw(cout)['average_gbps'] == average
@@ -190,7 +180,7 @@ def test_no_server(a100):
     assert explain_failure(err)[0]['kind'] == 'no_exchange'
 
 
-def test_roce_gid_chosen_like_perftest(a100, tmp_path):
+def test_roce_gid_chosen_like_perftest(a100, tmp_path, lab_tree, sysfs_profile):
     """Without -x perftest picks the best GID of a RoCE port; with -x the entry must exist."""
     (src, _sout, _serr), (crc, cout, _cerr) = pair(a100, 'ib_write_bw', ['-d', 'mlx5_bond_0'], ['-d', 'mlx5_bond_0'])
     assert (src, crc) == (0, 0)
@@ -199,10 +189,10 @@ def test_roce_gid_chosen_like_perftest(a100, tmp_path):
     assert ' GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:96:83:26' in cout.splitlines()
     assert parse_bw(cout)['gid_index'] == 3 and parse_bw(cout)['link_type'] == 'Ethernet'
     # A GID index beyond the port's table (16 entries here) cannot be read: perftest stops before connecting.
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
+    profile = sysfs_profile('a100')
     bond = next(device for device in profile['devices'] if device['name'] == 'mlx5_bond_0')
     bond['ports'][0]['gid_table_len'] = 16
-    short = build(tmp_path / 'short', profile)
+    short = lab_tree(profile, root=tmp_path / 'short')
     (src, _sout, serr), (crc, _cout, cerr) = pair(
         short, 'ib_write_bw', ['-d', 'mlx5_bond_0', '-x', '20'], ['-d', 'mlx5_bond_0', '-x', '20'])
     assert (src, crc, serr, cerr) == (1, 1, ' Unable to set up socket connection\n',
@@ -210,11 +200,11 @@ def test_roce_gid_chosen_like_perftest(a100, tmp_path):
     assert explain_failure(cerr)[0]['kind'] == 'gid_index'
 
 
-def test_empty_roce_gid_cannot_reach_rtr(tmp_path):
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
+def test_empty_roce_gid_cannot_reach_rtr(lab_tree, sysfs_profile):
+    profile = sysfs_profile('a100')
     bond = next(device for device in profile['devices'] if device['name'] == 'mlx5_bond_0')
     bond['ports'][0]['gid'] = '0000:0000:0000:0000:0000:0000:0000:0000'
-    root = build(tmp_path, profile)
+    root = lab_tree(profile)
     (src, _sout, _serr), (crc, cout, cerr) = pair(
         root, 'ib_write_bw', ['-d', 'mlx5_bond_0', '-x', '0'], ['-d', 'mlx5_bond_0', '-x', '0'])
     assert (src, crc) == (1, 1)

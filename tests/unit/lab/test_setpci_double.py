@@ -11,9 +11,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._setpci import decode_devctl, find_capability, parse_hexdump
-
-import sysfs_fixture
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._setpci import decode_devctl, find_capability, parse_hexdump
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 DOUBLE = os.path.join(REPO, 'lab', 'doubles', 'setpci')
@@ -21,10 +19,8 @@ PF = '0000:0b:00.0'
 
 
 @pytest.fixture
-def lab(tmp_path):
-    profile = sysfs_fixture.load_profile(os.path.join(REPO, 'lab', 'hardware', 'roce_a100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    return tmp_path
+def lab(lab_tree):
+    return lab_tree('roce_a100', doubles=False)
 
 
 def run(lab, *args):

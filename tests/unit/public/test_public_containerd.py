@@ -18,7 +18,7 @@ import shutil
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd import (
     Analysis,
     ConfigError,
     ConfigFile,

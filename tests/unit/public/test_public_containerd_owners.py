@@ -17,7 +17,7 @@ import tomllib
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import UNLIMITED, Analysis, ConfigFile
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd import UNLIMITED, Analysis, ConfigFile
 
 HERE = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public', 'containerd_owners')
 V16, V17, V23 = (1, 6, 20), (1, 7, 24), (2, 3, 4)

@@ -24,7 +24,7 @@ import yaml
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import parse_ibdev2netdev, parse_rdma_link
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import parse_ibdev2netdev, parse_rdma_link
 from ansible_collections.gpunet.rdma.plugins.modules import ibdev2netdev_facts
 
 PUBLIC = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public')

@@ -17,7 +17,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._mlnx_qos import MlnxQosError, parse, plan, summary
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._mlnx_qos import MlnxQosError, parse, plan, summary
 
 CORPUS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public', 'mlnx_qos')
 VENDOR_TCS = {0: [1], 1: [0], 2: [2], 3: [3], 4: [4], 5: [5], 6: [6], 7: [7]}

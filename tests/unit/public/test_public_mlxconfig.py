@@ -17,7 +17,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._mlxconfig import (
     MlxconfigError,
     parse_query,
     parse_query_table,

@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._nccl import judge, nccl_result, parse, parse_results
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._nccl import judge, nccl_result, parse, parse_results
 
 CORPUS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public', 'nccl')
 ARTIFACTS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(CORPUS, '*')) if not p.endswith('.md'))

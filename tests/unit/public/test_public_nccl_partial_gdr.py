@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._nccl import nccl_result
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._nccl import nccl_result
 
 LOG = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public', 'nccl',
                    'aks-rdma-infiniband-30-mpijob-launcher-2.25.1.log')

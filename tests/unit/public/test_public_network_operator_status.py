@@ -21,8 +21,8 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_network_operator_status
-from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import policy_status
+from ansible_collections.gpunet.rdma.plugins.filter.network_operator import rdma_network_operator_status
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import policy_status
 
 HERE = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public', 'network_operator')
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))

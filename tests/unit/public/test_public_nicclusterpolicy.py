@@ -24,7 +24,7 @@ import yaml
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema import (
     crd_index,
     schema_findings,
     unknown_fields,

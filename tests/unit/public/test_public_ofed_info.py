@@ -21,7 +21,7 @@ import yaml
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import parse_ofed_info
+from ansible_collections.gpunet.rdma.plugins.module_utils.drivers._rdma_driver import parse_ofed_info
 from ansible_collections.gpunet.rdma.plugins.modules import rdma_driver_facts
 
 HERE = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public', 'ofed_info')

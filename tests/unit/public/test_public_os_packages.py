@@ -19,9 +19,7 @@ import re
 import pytest
 import yaml
 
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.drivers._rdma_driver import (
     DriverError, parse_dpkg_status, parse_os_release, parse_rpm_query)
 from ansible_collections.gpunet.rdma.plugins.modules import rdma_driver_facts
 
@@ -113,15 +111,6 @@ def test_rpm_error_lines_are_refused_not_read_as_missing():
         parse_rpm_query(text, ['rdma-core'], 1)
 
 
-def run_module(args, capsys):
-    with patch_module_args(dict(args, _ansible_check_mode=True)):
-        with pytest.raises(SystemExit) as exit_info:
-            rdma_driver_facts.main()
-    result = json.loads(capsys.readouterr().out)
-    assert exit_info.value.code == 0, result
-    return result['ansible_facts']['rdma_driver']
-
-
 @pytest.fixture
 def bare_host(tmp_path):
     (tmp_path / 'lib' / 'modules' / '6.1.0-13-amd64').mkdir(parents=True)
@@ -132,24 +121,24 @@ def bare_host(tmp_path):
 
 
 @pytest.mark.parametrize('name', sorted(OS_RELEASE))
-def test_module_reports_the_distribution(name, bare_host, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv('PATH', str(tmp_path))  # no ofed_info, rdma or rpm
+def test_module_reports_the_distribution(name, bare_host, tmp_path, run_module):
     os_release = tmp_path / 'os-release'
     os_release.write_text(os_release_text(name))
-    facts = run_module(dict(bare_host, os_release_path=str(os_release)), capsys)
+    facts = run_module(rdma_driver_facts, dict(bare_host, os_release_path=str(os_release)), check_mode=True, code=0,
+                       env={'PATH': tmp_path})[1]['ansible_facts']['rdma_driver']  # no ofed_info, rdma or rpm
     assert (facts['os']['id'], facts['os']['family']) == (OS_RELEASE[name][0], OS_RELEASE[name][4])
     assert (facts['package_manager'], facts['packages']) == (None, {})  # nothing asked, nothing read
 
 
-def test_module_reads_packages_from_dpkg_status(bare_host, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv('PATH', str(tmp_path))
+def test_module_reads_packages_from_dpkg_status(bare_host, tmp_path, run_module):
     status = os.path.join(PUBLIC, 'dpkg_status', 'debian12_status_excerpt')
-    facts = run_module(dict(bare_host, dpkg_status_path=status, packages=['libc6', 'rdma-core']), capsys)
+    facts = run_module(rdma_driver_facts, dict(bare_host, dpkg_status_path=status, packages=['libc6', 'rdma-core']),
+                       check_mode=True, code=0, env={'PATH': tmp_path})[1]['ansible_facts']['rdma_driver']
     assert facts['package_manager'] == 'dpkg'
     assert facts['packages'] == {'libc6': '2.36-9+deb12u14', 'rdma-core': None}
 
 
-def test_module_asks_rpm_once_with_the_recorded_argv(bare_host, tmp_path, capsys, monkeypatch):
+def test_module_asks_rpm_once_with_the_recorded_argv(bare_host, tmp_path, run_module):
     """Without a dpkg database the module runs rpm -q once; the double refuses any other argv and exits 1
     (one package missing) as the recording did."""
     recorded = os.path.abspath(os.path.join(PUBLIC, 'rpm_query', 'rpm418_installed_and_missing.txt'))
@@ -159,22 +148,18 @@ def test_module_asks_rpm_once_with_the_recorded_argv(bare_host, tmp_path, capsys
                    '{ echo "rpm: unexpected argv $*" >&2; exit 8; }\n/bin/cat %s\nexit 1\n' % recorded)
     rpm.chmod(0o755)
     (tmp_path / 'rpm.calls').write_text('')
-    monkeypatch.setenv('PATH', str(tmp_path))
-    facts = run_module(dict(bare_host, dpkg_status_path=str(tmp_path / 'no-dpkg'),
-                            packages=['rdma-core', 'perftest']), capsys)
+    facts = run_module(rdma_driver_facts, dict(bare_host, dpkg_status_path=str(tmp_path / 'no-dpkg'),
+                                               packages=['rdma-core', 'perftest']),
+                       check_mode=True, code=0, env={'PATH': tmp_path})[1]['ansible_facts']['rdma_driver']
     assert facts["package_manager"] == "rpm", facts
     assert facts['packages'] == {'rdma-core': '48.0-1.el9', 'perftest': None}
 
 
-def test_module_fails_when_rpm_does_not_answer(bare_host, tmp_path, capsys, monkeypatch):
+def test_module_fails_when_rpm_does_not_answer(bare_host, tmp_path, run_module):
     rpm = tmp_path / 'rpm'
     rpm.write_text('#!/bin/sh\necho "error: cannot open Packages database in /var/lib/rpm" >&2\nexit 1\n')
     rpm.chmod(0o755)
-    monkeypatch.setenv('PATH', str(tmp_path))
-    with patch_module_args(dict(bare_host, dpkg_status_path=str(tmp_path / 'no-dpkg'), packages=['rdma-core'],
-                                _ansible_check_mode=True)):
-        with pytest.raises(SystemExit) as exit_info:
-            rdma_driver_facts.main()
-    result = json.loads(capsys.readouterr().out)
-    assert exit_info.value.code == 1
+    code, result = run_module(rdma_driver_facts, dict(bare_host, dpkg_status_path=str(tmp_path / 'no-dpkg'),
+                                                      packages=['rdma-core']), check_mode=True, env={'PATH': tmp_path})
+    assert code == 1
     assert 'did not report on rdma-core' in result['msg'] and 'cannot open Packages database' in result['msg']

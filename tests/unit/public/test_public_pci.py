@@ -17,7 +17,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._setpci import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._setpci import (
     PCIE_CAP_ID,
     SetpciError,
     apply_size,

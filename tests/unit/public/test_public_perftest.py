@@ -17,7 +17,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.validation._perftest import (
     explain_failure,
     line_rate_result,
     parse,

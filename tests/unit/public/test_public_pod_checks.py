@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import (
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._workloads import (
     MARK, POD_CHECKS, parse_ip_addr, parse_ip_rules, parse_rdma_links, parse_routes, pod_checks, pod_sections)
 
 PUBLIC = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'public', 'ip_addr')

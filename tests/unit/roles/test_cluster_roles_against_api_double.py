@@ -12,8 +12,10 @@ with the cluster access in module_defaults, as site.yml's cluster play does.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -141,11 +143,13 @@ def test_a_policy_argo_cd_keeps_is_not_patched(cluster, tmp_path):
 
 def test_nodes_that_stay_waiting_are_named(cluster, tmp_path):
     cluster.on_change = None  # the operator never recovers the node
-    code, output = play(cluster, tmp_path, TOLERATIONS, extra={'nicclusterpolicy_tolerations_wait_timeout': 10})
+    # the wait reads the nodes twice, one second apart
+    code, output = play(cluster, tmp_path, TOLERATIONS, extra={'nicclusterpolicy_tolerations_wait_timeout': 1,
+                                                               'nicclusterpolicy_tolerations_wait_delay': 1})
     assert code != 0
-    assert ('After 10 s: gpu-v100-01: network.nvidia.com/operator.mofed.wait=true: the driver pod has not finished '
+    assert ('After 1 s: gpu-v100-01: network.nvidia.com/operator.mofed.wait=true: the driver pod has not finished '
             'on this node') in output
-    assert 'gpu-v100-02:' not in output.split('After 10 s:')[1]
+    assert 'gpu-v100-02:' not in output.split('After 1 s:')[1]
     assert len(patches(cluster)) == 2
 
 
@@ -200,9 +204,10 @@ def test_verify_names_what_is_missing(cluster, tmp_path):
     assert ('gpu-v100-01: network.nvidia.com/operator.mofed.wait=true: the driver pod has not finished on this node'
             in output)
     cluster.add('apps/v1', 'daemonsets', daemonset('mofed-ubuntu22.04-ds', 2, 1))
-    code, output = play(cluster, tmp_path, str(tmp_path / 'verify.yml'), extra={'network_operator_wait_timeout': 10})
+    code, output = play(cluster, tmp_path, str(tmp_path / 'verify.yml'), extra={'network_operator_wait_timeout': 1,
+                                                                                'network_operator_wait_delay': 1})
     assert code != 0
-    assert 'After 10 s in namespace nvidia-network-operator: not ready: mofed-ubuntu22.04-ds' in output
+    assert 'After 1 s in namespace nvidia-network-operator: not ready: mofed-ubuntu22.04-ds' in output
 
 
 # ------------------------------------------------------------------ stale extended resources, AWX-style credentials
@@ -550,13 +555,13 @@ NETWORK_OPERATOR = '''
           loop_control:
             loop_var: step
       always:
-        - name: Keep the result and the controller's ledger entry for the test, also when the stage fails
-          ansible.builtin.copy:
-            content: "{{ {'result': network_operator_result | default(none),
-                          'ledger': ansible_facts.gpunet_rdma_ledger.network_operator | default(none)} | to_json }}"
-            dest: "{{ result_path }}"
-            mode: "0644"
-          changed_when: false  # the test's own file, not the stage
+        # printed, not written to a file: a copy task runs two modules on the controller for the test's own record
+        - name: Show the result and the controller's ledger entry to the test, also when the stage fails
+          ansible.builtin.debug:
+            msg: >-
+              NETWORK_OPERATOR_RESULT {{ {'result': network_operator_result | default(none),
+                                          'ledger': ansible_facts.gpunet_rdma_ledger.network_operator | default(none)}
+                                         | to_json | b64encode }}
 '''
 
 
@@ -593,18 +598,16 @@ def play_network_operator(api, tmp_path, extra=None, host_ofed=()):
         'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}))
     playbook = tmp_path / 'network_operator.yml'
     playbook.write_text(NETWORK_OPERATOR)
-    result_path = tmp_path / 'network_operator_result.json'
-    if result_path.exists():
-        result_path.unlink()
     extra_vars = {'gpunet_rdma_kubeconfig': api.kubeconfig(str(tmp_path / 'kubeconfig')), 'facts': no_facts(host_ofed),
-                  'result_path': str(result_path), 'helm_binary': os.path.join(REPO, '.build', 'bin', 'helm')}
+                  'helm_binary': os.path.join(REPO, '.build', 'bin', 'helm')}
     extra_vars.update(extra or {})
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.build', 'collections'))
     result = subprocess.run(['ansible-playbook', '-i', str(inventory), str(playbook), '-e', json.dumps(extra_vars)],
                             capture_output=True, text=True, env=env, check=False, cwd=str(tmp_path))
     output = ' '.join((result.stdout + result.stderr).split())
-    recorded = json.loads(result_path.read_text()) if result_path.exists() else {}
+    shown = re.findall(r'NETWORK_OPERATOR_RESULT ([A-Za-z0-9+/=]+)', output)
+    recorded = json.loads(base64.b64decode(shown[-1])) if shown else {}
     play_network_operator.ledger = recorded.get('ledger')
     return result.returncode, output, recorded.get('result')
 
@@ -746,9 +749,10 @@ def test_verification_names_the_failing_component_and_records_it(operator_cluste
             server.add(group_version, plural, stored)
     api.on_change = driver_never_ready
     code, output, _result = play_network_operator(api, tmp_path, {'network_operator_ofed_driver': {
-        'repository': 'nvcr.io/nvidia/mellanox', 'image': 'doca-driver', 'version': '25.01-0.6.0.0-0'}})
+        'repository': 'nvcr.io/nvidia/mellanox', 'image': 'doca-driver', 'version': '25.01-0.6.0.0-0'},
+        'network_operator_wait_timeout': 1, 'network_operator_wait_delay': 1})
     assert code != 0
-    assert ('After 10 s: NicNodePolicy ib-v100: state-OFED (spec.ofedDriver): notReady: daemonset not available yet'
+    assert ('After 1 s: NicNodePolicy ib-v100: state-OFED (spec.ofedDriver): notReady: daemonset not available yet'
             in output), output
     # Recorded in the controller's ledger before the failure: the problem and each policy's state.
     ledger = play_network_operator.ledger

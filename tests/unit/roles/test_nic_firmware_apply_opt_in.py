@@ -44,7 +44,7 @@ def test_the_activation_is_allowed_only_as_nic_firmware_apply_says(apply, action
         {'name': 'Stage', 'ansible.builtin.include_role': {'name': 'gpunet.rdma.nic_firmware'}},
         {'name': 'Keep the ledger and the plan', 'ansible.builtin.copy': {
             'content': "{{ {'ledger': ansible_facts.gpunet_rdma_ledger, 'plan': ansible_facts.gpunet_rdma_ledger"
-                       " | gpunet.rdma.rdma_rollout_plan} | to_json }}",
+                       " | gpunet.rdma.rollout_plan} | to_json }}",
             'dest': str(tmp_path / 'staged.json'), 'mode': '0644'}},
     ]
     inventory = tmp_path / 'hosts.yml'

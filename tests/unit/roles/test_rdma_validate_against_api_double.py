@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(REPO, 'tests', 'doubles'))
 
 import kube_apiserver  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import MARK  # noqa: E402
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._workloads import MARK  # noqa: E402
 
 FIXTURES = os.path.join(REPO, 'tests', 'unit', 'fixtures')
 MPI_CRD = os.path.join(REPO, 'tests', 'crds', 'mpi-operator-v0.8.0', 'kubeflow.org_mpijobs.yaml')

@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, hold, resolve
+from ansible_collections.gpunet.rdma.plugins.modules import ledger as ledger_module
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import ACTION_NAMES, LedgerError, hold, resolve
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
@@ -54,7 +55,7 @@ def test_record_read_back_and_resolve_without_connecting(tmp_path):
             pending: [runtime_restart]
         - name: Plan the node's batch
           ansible.builtin.debug:
-            msg: "{{ ansible_facts.gpunet_rdma_ledger | gpunet.rdma.rdma_rollout_plan }}"
+            msg: "{{ ansible_facts.gpunet_rdma_ledger | gpunet.rdma.rollout_plan }}"
         - name: The reboot took everything
           gpunet.rdma.ledger:
             resolve: [reboot]
@@ -143,3 +144,9 @@ def test_resolve_and_hold_name_the_stage_of_a_malformed_ledger():
                 ['reboot'], 'reboot')
     with pytest.raises(LedgerError, match=re.escape("the ledger, stage ofed: the entry must be a dict")):
         hold({'ofed': 'changed'}, [{'action': 'driver_restart', 'reason': 'bond0'}])
+
+
+def test_the_module_stub_accepts_the_actions_the_action_plugin_knows():
+    """The module (argument spec only; it cannot import controller code) lists the same actions, in the same order."""
+    assert ledger_module.ACTION_NAMES == ACTION_NAMES
+    assert 'reboot' in ledger_module.ACTION_NAMES and len(set(ledger_module.ACTION_NAMES)) == 6

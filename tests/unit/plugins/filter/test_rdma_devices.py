@@ -9,8 +9,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_devices import rdma_pci_functions
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.filter.devices import rdma_pci_functions
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
 
 DEVICES = [
     {'device': 'mlx5_0', 'pci_address': '0000:0c:00.0', 'virtual_function': False},

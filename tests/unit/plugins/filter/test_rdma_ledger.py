@@ -13,13 +13,13 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_ledger import FilterModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import LedgerError, record, resolve
+from ansible_collections.gpunet.rdma.plugins.filter.ledger import FilterModule
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import LedgerError, record, resolve
 
 FILTERS = FilterModule().filters()
-rdma_ledgers = FILTERS['rdma_ledgers']
-rdma_rollout_plan = FILTERS['rdma_rollout_plan']
-rdma_fabrics = FILTERS['rdma_fabrics']
+rdma_ledgers = FILTERS['ledgers']
+rdma_rollout_plan = FILTERS['rollout_plan']
+rdma_fabrics = FILTERS['fabrics']
 
 
 def rdma_ledger(ledger, stage, **fields):
@@ -119,7 +119,7 @@ def test_resolve_after_the_batch():
     rebooted = rdma_ledger_resolve(ledger, ['reboot'], 'reboot')
     assert [rebooted[s]['pending'] for s in ('firmware', 'netns')] == [[], []]
     assert rdma_rollout_plan(rebooted)['actions'] == []
-    with pytest.raises(AnsibleFilterError, match='rdma_rollout_plan: .*lacks'):
+    with pytest.raises(AnsibleFilterError, match='rollout_plan: .*lacks'):
         rdma_rollout_plan({'firmware': {'stage': 'firmware'}})
 
 
@@ -127,11 +127,11 @@ def test_ledgers_of_hosts_and_controller():
     hostvars = {'a': {'ansible_facts': {'gpunet_rdma_ledger': {}}}, 'b': {'ansible_facts': {}},
                 'localhost': {'ansible_facts': {'gpunet_rdma_ledger': {'x': 1}}}}
     assert rdma_ledgers(['a', 'b'], hostvars) == {'a': {}, 'localhost': {'x': 1}}
-    with pytest.raises(AnsibleFilterError, match='rdma_ledgers: c is not a host'):
+    with pytest.raises(AnsibleFilterError, match='ledgers: c is not a host'):
         rdma_ledgers(['c'], hostvars)
-    with pytest.raises(AnsibleFilterError, match='rdma_ledgers: gpunet_rdma_ledger of a is not a dict'):
+    with pytest.raises(AnsibleFilterError, match='ledgers: gpunet_rdma_ledger of a is not a dict'):
         rdma_ledgers(['a'], {'a': {'ansible_facts': {'gpunet_rdma_ledger': 'text'}}})
-    with pytest.raises(AnsibleFilterError, match='rdma_ledgers: the input must be a list of host names'):
+    with pytest.raises(AnsibleFilterError, match='ledgers: the input must be a list of host names'):
         rdma_ledgers('a', hostvars)
 
 
@@ -179,7 +179,7 @@ def test_fabric_defaults_and_hosts():
 ])
 def test_fabric_errors_name_the_group_and_key(change, message):
     fabric = dict(H100, **change)
-    with pytest.raises(AnsibleFilterError, match='rdma_fabrics: gpunet_rdma_fabric of h1.*' + message):
+    with pytest.raises(AnsibleFilterError, match='fabrics: gpunet_rdma_fabric of h1.*' + message):
         rdma_fabrics(['h1'], {'h1': {'gpunet_rdma_fabric': fabric, 'group_names': ['ib_h100']}})
 
 
@@ -190,7 +190,7 @@ def test_fabric_of_another_group_and_host_overrides_are_refused():
     with pytest.raises(AnsibleFilterError, match='h1 and h2 are both in group ib_h100 but have different'):
         rdma_fabrics(['h1', 'h2'], {'h1': {'gpunet_rdma_fabric': H100, 'group_names': ['ib_h100']},
                                     'h2': {'gpunet_rdma_fabric': other, 'group_names': ['ib_h100']}})
-    with pytest.raises(AnsibleFilterError, match='rdma_fabrics: gpunet_rdma_fabric of h1 must be a dict'):
+    with pytest.raises(AnsibleFilterError, match='fabrics: gpunet_rdma_fabric of h1 must be a dict'):
         rdma_fabrics(['h1'], {'h1': {'gpunet_rdma_fabric': 'ib_h100'}})
 
 

@@ -23,7 +23,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.community.general.plugins.modules import modprobe
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_driver import rdma_modprobe_explain
+from ansible_collections.gpunet.rdma.plugins.filter.driver import rdma_modprobe_explain
 
 DOUBLES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'doubles')
 

@@ -14,11 +14,11 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_ledger import rdma_fabrics
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import (
+from ansible_collections.gpunet.rdma.plugins.filter.ledger import rdma_fabrics
+from ansible_collections.gpunet.rdma.plugins.filter.network_operator import (
     rdma_daemonsets_not_ready, rdma_network_operator, rdma_network_operator_groups, rdma_node_resources)
-from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import validate_object
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema import validate_object
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 RELEASES = ['v25.1.0', 'v26.4.1']
@@ -73,7 +73,7 @@ def test_groups_come_from_the_fabrics_unless_resources_name_them(tmp_path, hardw
         {'group': 'ib_v100', 'resource_name': 'rdma_v100_ib', 'link_types': ['InfiniBand']}])
     assert [(g['group'], g['resource'], g['hosts']) for g in named] == [
         ('ib_v100', 'rdma/rdma_v100_ib', ['lab-v100-1', 'lab-v100-2'])]
-    with pytest.raises(AnsibleFilterError, match='rdma_network_operator_groups: every network_operator_resources entry '
+    with pytest.raises(AnsibleFilterError, match='network_operator_groups: every network_operator_resources entry '
                                                  'needs group and resource_name'):
         groups_for(LAB, tmp_path / 'c', hardware, [{'group': 'ib_v100'}])
 
@@ -202,7 +202,7 @@ def test_node_resources_from_inventory_groups():
 
 
 def test_merge_tolerations_filter():
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_merge_tolerations
+    from ansible_collections.gpunet.rdma.plugins.filter.network_operator import rdma_merge_tolerations
     wanted = [{'key': 'node.kubernetes.io/unschedulable', 'operator': 'Exists', 'effect': 'NoSchedule'}]
     assert rdma_merge_tolerations(None, wanted) == wanted
     assert rdma_merge_tolerations(wanted, wanted) == wanted
@@ -330,7 +330,7 @@ PUBLIC_OFED_INFO = os.path.join(REPO, 'tests', 'unit', 'fixtures', 'public', 'of
 
 def _driver_facts(ofed_info_file=None, mlx5_origin='inbox'):
     """rdma_driver facts as rdma_driver_facts reports them, the OFED part parsed from a recorded ofed_info output."""
-    from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import parse_ofed_info
+    from ansible_collections.gpunet.rdma.plugins.module_utils.drivers._rdma_driver import parse_ofed_info
     ofed = {'installed': False, 'flavor': None, 'version': None, 'kernels': [], 'kernel_mismatch': False}
     if ofed_info_file:
         with open(os.path.join(PUBLIC_OFED_INFO, ofed_info_file)) as handle:
@@ -342,8 +342,8 @@ def _driver_facts(ofed_info_file=None, mlx5_origin='inbox'):
 
 
 def test_rdma_host_ofed_from_recorded_ofed_info():
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_host_ofed
-    from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import envelope
+    from ansible_collections.gpunet.rdma.plugins.filter.network_operator import rdma_host_ofed
+    from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import envelope
     hostvars = {
         'inbox': {'ansible_facts': {'rdma_driver': _driver_facts()}},
         'mlnx': {'ansible_facts': {'rdma_driver': _driver_facts('daocloud-spiderpool-ofed-driver-s.txt', 'ofed')}},
@@ -363,7 +363,7 @@ def test_rdma_host_ofed_from_recorded_ofed_info():
         'planned': 'the driver stage installs DOCA-OFED from the DOCA repository on the host (ofed_source: doca_repo)',
         'unknown': 'no driver facts (ansible_facts.rdma_driver): run the discovery first (playbooks/site.yml does)',
     }
-    with pytest.raises(AnsibleFilterError, match='rdma_host_ofed: nowhere is not a host of the inventory'):
+    with pytest.raises(AnsibleFilterError, match='host_ofed: nowhere is not a host of the inventory'):
         rdma_host_ofed(['nowhere'], hostvars)
 
 
@@ -402,7 +402,7 @@ def test_driver_container_refused_where_hosts_run_their_own_ofed(tmp_path, hardw
 # ------------------------------------------------------------------ node labels, node selection, policy status
 
 def test_node_policy_labels():
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_node_policy_labels
+    from ansible_collections.gpunet.rdma.plugins.filter.network_operator import rdma_node_policy_labels
     resources = [{'group': 'ib_v100', 'hosts': ['gpu-v100-01.example.com', 'gpu-v100-02'], 'label_nodes': True},
                  {'group': 'ib_a100', 'hosts': ['gpu-a100-01'], 'label_nodes': False}]
 
@@ -438,7 +438,7 @@ def test_node_resources_check_the_nicnodepolicy_selects_the_node():
 
 
 def test_status_of_node_policies_names_the_failing_component():
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_network_operator import rdma_network_operator_status
+    from ansible_collections.gpunet.rdma.plugins.filter.network_operator import rdma_network_operator_status
     expected = [{'kind': 'NicClusterPolicy', 'name': 'nic-cluster-policy'}] + [
         {'kind': 'NicNodePolicy', 'name': name} for name in ('ib-v100', 'ib-a100', 'ib-h100')]
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""rdma_apply_plan and rdma_release_plan: objects and releases a cluster already has, read before writing.
+"""gpunet.rdma.apply_plan and gpunet.rdma.release_plan: objects and releases a cluster already has, read before writing.
 The managedFields come from the Kubernetes documentation's own examples (fixtures/public/managed_fields); the
 expected conflicts are the ones that documentation states, written by hand."""
 
@@ -16,7 +16,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_ownership import (
+from ansible_collections.gpunet.rdma.plugins.filter.ownership import (
     rdma_apply_plan, rdma_gitops_kept, rdma_release_plan)
 
 PUBLIC = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'public', 'managed_fields')
@@ -153,11 +153,11 @@ def test_a_missing_object_is_created():
 
 
 @pytest.mark.parametrize('args, message', [
-    (([policy()], []), 'rdma_apply_plan: 1 objects to apply but 0 live reads'),
+    (([policy()], []), 'apply_plan: 1 objects to apply but 0 live reads'),
     (([policy()], [{'kind': 'NicClusterPolicy', 'metadata': {'managedFields': 'x'}}]),
-     'rdma_apply_plan: NicClusterPolicy ?: metadata.managedFields is not a list'),
-    (([{'kind': 'X', 'metadata': {}}], [None]), 'rdma_apply_plan: an object to apply needs kind and metadata.name'),
-    (('nope', [None]), 'rdma_apply_plan: the input'),
+     'apply_plan: NicClusterPolicy ?: metadata.managedFields is not a list'),
+    (([{'kind': 'X', 'metadata': {}}], [None]), 'apply_plan: an object to apply needs kind and metadata.name'),
+    (('nope', [None]), 'apply_plan: the input'),
 ])
 def test_apply_plan_input_errors_name_the_filter_and_the_field(args, message):
     with pytest.raises(AnsibleFilterError) as error:
@@ -209,11 +209,11 @@ def test_another_chart_version_alone_moves_nothing_unless_asked():
 
 
 @pytest.mark.parametrize('args, kwargs, message', [
-    (('x', 'network-operator', 'v1', {}), {}, 'rdma_release_plan: the input'),
-    ((STATUS, 'network-operator', 'v1', []), {}, 'rdma_release_plan: values'),
-    ((STATUS, 'network-operator', 'v1', {}), {'adopt': 'yes'}, 'rdma_release_plan: adopt must be true or false'),
+    (('x', 'network-operator', 'v1', {}), {}, 'release_plan: the input'),
+    ((STATUS, 'network-operator', 'v1', []), {}, 'release_plan: values'),
+    ((STATUS, 'network-operator', 'v1', {}), {'adopt': 'yes'}, 'release_plan: adopt must be true or false'),
     ((dict(STATUS, release_values=['a']), 'network-operator', 'v1', {}), {},
-     'rdma_release_plan: release network-operator: its values are not a map'),
+     'release_plan: release network-operator: its values are not a map'),
 ])
 def test_release_plan_input_errors_name_the_filter_and_the_field(args, kwargs, message):
     with pytest.raises(AnsibleFilterError) as error:

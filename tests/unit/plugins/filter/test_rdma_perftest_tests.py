@@ -2,12 +2,12 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""rdma_perftest_tests: the -x of each RoCE test comes from the port's GID table, never a fixed index."""
+"""gpunet.rdma.perftest_tests: the -x of each RoCE test comes from the port's GID table, never a fixed index."""
 
 from __future__ import annotations
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_perftest_tests
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.filter.validate import rdma_perftest_tests
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
 
 
 def test_roce_tests_use_the_ipv4_roce_v2_gid_of_each_port(tmp_path, hardware):

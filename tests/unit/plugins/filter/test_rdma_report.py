@@ -12,16 +12,16 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import FilterModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import render_json
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import record as rdma_ledger
-from ansible_collections.gpunet.rdma.plugins.module_utils._report_html import render_html
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.filter.report import FilterModule
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._fleet_report import render_json
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import record as rdma_ledger
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._report_html import render_html
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
 
 FILTERS = FilterModule().filters()
-rdma_check = FILTERS['rdma_check']
-rdma_fleet_report = FILTERS['rdma_fleet_report']
-rdma_report_markdown = FILTERS['rdma_report_markdown']
+rdma_check = FILTERS['check']
+rdma_fleet_report = FILTERS['fleet_report']
+rdma_report_markdown = FILTERS['report_markdown']
 
 GROUP_EXPECTATIONS = {
     'ib_v100': {'link_layer': 'InfiniBand', 'min_active_ports': 2, 'min_rate_gbps': 100},
@@ -195,7 +195,7 @@ def test_markdown_is_stable_and_escapes_pipes(tmp_path, hardware):
 
 
 def test_markdown_needs_a_report():
-    with pytest.raises(AnsibleFilterError, match='rdma_fleet_report'):
+    with pytest.raises(AnsibleFilterError, match='fleet_report'):
         rdma_report_markdown({'hosts': []})
 
 
@@ -205,7 +205,7 @@ def test_fleet_report_rejects_results_without_host():
 
 
 def test_fleet_report_rejects_a_malformed_ledger(tmp_path, hardware):
-    with pytest.raises(AnsibleFilterError, match='rdma_fleet_report: ledgers: .*lacks'):
+    with pytest.raises(AnsibleFilterError, match='fleet_report: ledgers: .*lacks'):
         _fleet(tmp_path, hardware, {'lab-v100-1': {'firmware': {'stage': 'firmware', 'status': 'ok'}}})
 
 
@@ -263,7 +263,7 @@ LINK_ETH_TO_IB = {'LINK_TYPE_P1': {'default': 'IB(1)', 'current': 'ETH(2)', 'nex
                                'read_only': False}}
 LINK_IB = {'LINK_TYPE_P1': {'default': 'IB(1)', 'current': 'IB(1)', 'next_boot': 'IB(1)', 'read_only': False}}
 
-rdma_firmware_result = FILTERS['rdma_firmware_result']
+rdma_firmware_result = FILTERS['firmware_result']
 
 
 def test_firmware_result_records_changes_and_pending():
@@ -455,7 +455,7 @@ def test_report_shows_spiderpool_next_to_the_network_operator():
 
 
 def test_report_shows_the_line_rate_of_every_test(recorded):
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_line_rate, rdma_pod_result
+    from ansible_collections.gpunet.rdma.plugins.filter.validate import rdma_line_rate, rdma_pod_result
     loopback = dict(rdma_line_rate(recorded('seed003-v100-ib-write-bw-loopback.txt'), 100, 90),
                     kind='loopback', host='v1', device='mlx5_1', port=1, netdev='ibp94s0f1')
     pair = dict(rdma_line_rate(recorded('seed003-a100-ib-write-bw-loopback.txt'), 200, 95),
@@ -507,8 +507,8 @@ def test_report_shows_nccl_in_pod_checks_and_hostdev_from_the_controllers_ledger
 
 
 def test_check_hosts_in_one_call(tmp_path, hardware):
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import rdma_check_hosts
-    from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+    from ansible_collections.gpunet.rdma.plugins.filter.report import rdma_check_hosts
+    from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
     ports, devices = SysfsReader(hardware('v100', tmp_path / 'v100')).read()
     hostvars = {
         'v1': {'rdma_discovery_facts': {'source': 'sysfs'}, 'group_names': ['gpu', 'ib_v100'],

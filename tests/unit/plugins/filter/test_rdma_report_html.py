@@ -27,13 +27,13 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_ledger import rdma_fabrics, rdma_ledgers
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import rdma_check_hosts, rdma_fleet_report
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_report_html import FilterModule
-from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
+from ansible_collections.gpunet.rdma.plugins.filter.ledger import rdma_fabrics, rdma_ledgers
+from ansible_collections.gpunet.rdma.plugins.filter.report import rdma_check_hosts, rdma_fleet_report
+from ansible_collections.gpunet.rdma.plugins.filter.report_html import FilterModule
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._fleet_report import (
     build_fleet_report, pod_validation_state, validation_state)
 
-rdma_report_html = FilterModule().filters()['rdma_report_html']
+rdma_report_html = FilterModule().filters()['report_html']
 
 FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'report', 'lab-fleet-report.json')
 VOID = frozenset(('area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track',
@@ -75,9 +75,9 @@ def fabric_proof_report():
     pair slow, one above its latency threshold), the NCCL job of two groups (the AKS run on RDMA with GPUDirect, the
     NCCL 2.5.6 socket fallback of NCCL issue 278) and in-pod checks (the Spiderpool guide's recorded pod, a hostdev
     node without its resource), all judged by the collection's own filters from recorded outputs."""
-    from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import (
+    from ansible_collections.gpunet.rdma.plugins.filter.validate import (
         rdma_hostdev_allocatable, rdma_nccl_result, rdma_perftest_records, rdma_pod_checks)
-    from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import MARK
+    from ansible_collections.gpunet.rdma.plugins.plugin_utils._workloads import MARK
     fixtures = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures')
 
     def read(*path):
@@ -668,7 +668,7 @@ def test_missing_sections_tolerated(drop):
 
 
 def test_reports_the_filters_build():
-    """What rdma_fleet_report makes of a discover-only run (no ledger) and of no host at all renders."""
+    """What gpunet.rdma.fleet_report makes of a discover-only run (no ledger) and of no host at all renders."""
     result = {'host': 'node-1', 'group': 'ungrouped', 'verdict': 'unchecked', 'expectation': None, 'source': 'sysfs',
               'ok_ports': 0, 'problems': [], 'devices': [],
               'ports': [{'device': 'mlx5_0', 'port': 1, 'state': 'ACTIVE', 'verdict': 'unchecked', 'note': ''}]}
@@ -702,7 +702,7 @@ def test_threshold_and_unknown_share():
 
 @pytest.mark.parametrize('value', [None, [], 'text', {'hosts': []}, {'summary': {}}])
 def test_wrong_input(value):
-    with pytest.raises(AnsibleFilterError, match='rdma_report_html: expects the output of rdma_fleet_report'):
+    with pytest.raises(AnsibleFilterError, match='report_html: expects the output of gpunet.rdma.fleet_report'):
         rdma_report_html(value)
 
 

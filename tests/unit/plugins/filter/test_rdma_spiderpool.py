@@ -2,7 +2,7 @@
 # Copyright (c) gpunet.rdma contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The rdma_spiderpool filter: errors as AnsibleFilterError naming the group, the chart's values checked."""
+"""The gpunet.rdma.spiderpool filter: errors as AnsibleFilterError naming the group, the chart's values checked."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_spiderpool import rdma_spiderpool
+from ansible_collections.gpunet.rdma.plugins.filter.spiderpool import rdma_spiderpool
 
 PORTS = [{'device': 'mlx5_0', 'port': 1, 'netdev': 'enp11s0f0np0', 'state': 'ACTIVE', 'link_layer': 'Ethernet',
           'pci_address': '0000:0b:00.0'}]
@@ -41,5 +41,5 @@ def test_a_misspelt_helm_value_is_refused(upstream_crds):
 
 
 def test_builder_errors_name_the_group():
-    with pytest.raises(AnsibleFilterError, match='rdma_spiderpool: group roce_a100: no IP pool for GPU 1'):
+    with pytest.raises(AnsibleFilterError, match='spiderpool: group roce_a100: no IP pool for GPU 1'):
         rdma_spiderpool(HOSTS, 'roce_a100', dict(OPTIONS, ip_pools=[]))

@@ -15,10 +15,10 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_report import FilterModule
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_report_html import FilterModule as HtmlFilters
-from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import render_json
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import record as rdma_ledger
+from ansible_collections.gpunet.rdma.plugins.filter.report import FilterModule
+from ansible_collections.gpunet.rdma.plugins.filter.report_html import FilterModule as HtmlFilters
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._fleet_report import render_json
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import record as rdma_ledger
 from ansible_collections.gpunet.rdma.plugins.modules import mlxfwmanager
 
 import sysfs_fixture
@@ -51,7 +51,7 @@ def inventory(root, capsys, **args):
 
 def stage_record(host, result):
     """What roles/nic_firmware/tasks/configure.yml records: the parameters' record joined with the inventory."""
-    parameters = FILTERS['rdma_firmware_result']([], host, 'none', [])
+    parameters = FILTERS['firmware_result']([], host, 'none', [])
     record = dict(parameters, inventory=result['devices'], image=result.get('image'), drift=result['drift'])
     record['pending'] = parameters['pending'] + result['pending']
     record['reboot_required'] = parameters['reboot_required'] or result['reboot_required']
@@ -61,7 +61,7 @@ def stage_record(host, result):
 
 
 def discovery(host):
-    result = FILTERS['rdma_check']([], group_names=[], group_expectations={})
+    result = FILTERS['check']([], group_names=[], group_expectations={})
     result.update({'host': host, 'source': 'sysfs', 'devices': []})
     return result
 
@@ -74,7 +74,7 @@ def fleet(tmp_path, monkeypatch, capsys):
         root = node(tmp_path, monkeypatch, host, fw_ver)
         ledgers[host] = stage_record(host, inventory(root, capsys, **V100_EXPECTED))
     hosts = sorted(ledgers)
-    return FILTERS['rdma_fleet_report']([discovery(h) for h in hosts], hosts, ledgers)
+    return FILTERS['fleet_report']([discovery(h) for h in hosts], hosts, ledgers)
 
 
 def test_the_drifted_node_is_named_in_the_summary_and_its_stage(fleet):
@@ -96,7 +96,7 @@ def test_the_report_keeps_state_only(fleet):
 
 
 def test_markdown_inventory_table(fleet):
-    text = FILTERS['rdma_report_markdown'](fleet)
+    text = FILTERS['report_markdown'](fleet)
     assert "Pending: firmware other than the group's on lab-v100-2." in text
     assert '### Firmware inventory' in text
     assert ('| lab-v100-1 | mlx5_0 | 0000:5e:00.0 | MCX556A-ECA_Ax | MT_0000000008 | 16.35.2000 | 16.35.2000 | '
@@ -106,7 +106,7 @@ def test_markdown_inventory_table(fleet):
 
 
 def test_html_inventory_table(fleet):
-    page = HtmlFilters().filters()['rdma_report_html'](fleet)
+    page = HtmlFilters().filters()['report_html'](fleet)
     assert '<table id="firmware-inventory">' in page
     assert ('<tr data-host="lab-v100-2" data-device="mlx5_0" data-state="drift"><td>lab-v100-2</td><td>mlx5_0</td>'
             in page)
@@ -119,25 +119,25 @@ def test_a_burned_image_is_pending_not_drift_and_waits_for_the_batch(tmp_path, m
     image = root / 'fw-ConnectX5.bin'
     image.write_text(json.dumps({'gpunet_lab_firmware_image': 1, 'psid': 'MT_0000000008', 'version': '16.35.2000'}))
     result = inventory(root, capsys, image=str(image), update=True, **V100_EXPECTED)
-    report = FILTERS['rdma_fleet_report']([discovery('lab-v100-2')], ['lab-v100-2'],
-                                          {'lab-v100-2': stage_record('lab-v100-2', result)})
+    report = FILTERS['fleet_report']([discovery('lab-v100-2')], ['lab-v100-2'],
+                                     {'lab-v100-2': stage_record('lab-v100-2', result)})
     assert report['summary']['firmware_drift_hosts'] == []
     assert report['summary']['pending'] == {'firmware_reset': ['lab-v100-2']}
-    text = FILTERS['rdma_report_markdown'](report)
+    text = FILTERS['report_markdown'](report)
     assert ('| lab-v100-2 | mlx5_0 | 0000:5e:00.0 | MCX556A-ECA_Ax | MT_0000000008 | 16.32.1010 | 16.35.2000 | '
             '16.35.2000, PSID MT_0000000008 | pending: 16.35.2000 runs after a firmware reset or reboot |') in text
     # a second run that burns nothing writes the same report
     again = inventory(root, capsys, image=str(image), update=True, **V100_EXPECTED)
     assert again['changed'] is False
-    second = FILTERS['rdma_fleet_report']([discovery('lab-v100-2')], ['lab-v100-2'],
-                                          {'lab-v100-2': stage_record('lab-v100-2', again)})
+    second = FILTERS['fleet_report']([discovery('lab-v100-2')], ['lab-v100-2'],
+                                     {'lab-v100-2': stage_record('lab-v100-2', again)})
     assert render_json(second) == render_json(report)
 
 
 def test_a_node_without_inventory_shows_no_table(tmp_path):
-    parameters = FILTERS['rdma_firmware_result']([], 'n1', 'none', [])
-    report = FILTERS['rdma_fleet_report']([discovery('n1')], ['n1'],
-                                          {'n1': rdma_ledger({}, 'firmware', detail=parameters)})
-    text = FILTERS['rdma_report_markdown'](report)
+    parameters = FILTERS['firmware_result']([], 'n1', 'none', [])
+    report = FILTERS['fleet_report']([discovery('n1')], ['n1'],
+                                     {'n1': rdma_ledger({}, 'firmware', detail=parameters)})
+    text = FILTERS['report_markdown'](report)
     assert '## Firmware' in text and 'Firmware inventory' not in text
     assert report['hosts'][0]['firmware']['inventory'] == []

@@ -14,7 +14,7 @@ import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd import (
     RLIMIT_TYPES,
     UNLIMITED,
     Analysis,
@@ -581,7 +581,7 @@ def test_container_labels_of_any_shape():
 def test_an_imports_directory_that_cannot_be_listed_is_refused_not_read_as_empty(tmp_path, monkeypatch):
     """containerd (root) lists it; read as empty, the drop-in of ours would be placed against a table another file of
     that directory replaces. root can list anything here, so the kernel's EACCES is simulated at the syscall."""
-    from ansible_collections.gpunet.rdma.plugins.module_utils import _containerd
+    from ansible_collections.gpunet.rdma.plugins.module_utils.runtime import _containerd
     conf_d = tmp_path / 'conf.d'
     conf_d.mkdir()
     (conf_d / '99-nvidia.toml').write_text('version = 2\n')

@@ -17,7 +17,7 @@ import tomllib
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd import (
     UNLIMITED,
     ConfigError,
     ConfigFile,
@@ -25,7 +25,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._containerd import (
     parse_toml,
     wire,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._containerd_owner import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime._containerd_owner import (
     DROP_IN_NAME,
     OwnerError,
     detect,

@@ -13,11 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema import (
     CrdError,
-    apply_defaults,
     crd_index,
-    prune,
     schema_findings,
     unknown_fields,
     validate_object,
@@ -156,28 +154,6 @@ def test_findings_are_worded_as_the_api_server_does():
          'Invalid value: "integer": spec.labels.a in body must be of type string: "integer"')]
 
 
-def test_prune_and_defaults():
-    schema = {'type': 'object', 'properties': {
-        'metadata': {'type': 'object'},
-        'spec': {'type': 'object', 'properties': {
-            'mode': {'type': 'string', 'default': 'shared'},
-            'empty': {'type': 'object'},
-            'free': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True,
-                     'properties': {'known': {'type': 'object', 'properties': {'a': {'type': 'string'}}}}},
-            'list': {'type': 'array', 'items': {'type': 'object', 'properties': {
-                'n': {'type': 'integer', 'default': 1}}}}}}}}
-    obj = {'metadata': {'name': 'x', 'bogus': 1},
-           'spec': {'empty': {'gone': 1}, 'free': {'kept': 1, 'known': {'a': 'b', 'pruned': 2}},
-                    'list': [{}, {'z': 1}]}}
-    pruned, removed = prune(obj, schema)
-    assert removed == ['metadata.bogus', 'spec.empty.gone', 'spec.free.known.pruned', 'spec.list[1].z']
-    assert pruned == {'metadata': {'name': 'x'}, 'spec': {'empty': {}, 'free': {'kept': 1, 'known': {'a': 'b'}},
-                                                          'list': [{}, {}]}}
-    assert apply_defaults(pruned, schema)['spec'] == {'mode': 'shared', 'empty': {}, 'free': {
-        'kept': 1, 'known': {'a': 'b'}}, 'list': [{'n': 1}, {'n': 1}]}
-    assert obj['spec']['empty'] == {'gone': 1}  # the input is left alone
-
-
 # ------------------------------------------------------------------ any JSON-like data: a result or CrdError
 
 JSON = st.recursive(
@@ -195,16 +171,12 @@ def test_walks_take_any_object(value):
     schema = INDEX[('example.com/v1', 'Widget')]
     found = unknown_fields(value, schema)
     assert isinstance(found, list) and all(isinstance(item, str) for item in found)
-    pruned, removed = prune(value, schema)
-    assert removed == found
-    assert unknown_fields(pruned, schema) == []
-    apply_defaults(value, schema)
     problems = validate_object(value, INDEX)
     assert isinstance(problems, list) and all(isinstance(item, str) for item in problems)
 
 
-# Structural schemas of any nesting over the keys JSON uses, so that the walks find fields to prune and defaults to
-# apply (JSON alone is seldom a schema that declares anything).
+# Structural schemas of any nesting over the keys JSON uses, so that the walk finds fields the schema does not declare
+# (JSON alone is seldom a schema that declares anything).
 KEYS = st.sampled_from(['apiVersion', 'kind', 'metadata', 'spec', 'name', 'size', 'labels', 'free', 'items', 'x'])
 SCHEMA_FLAGS = {'type': st.sampled_from(['object', 'array', 'string', 'integer']), 'default': JSON,
                 'nullable': st.booleans(), 'x-kubernetes-preserve-unknown-fields': st.booleans()}
@@ -228,20 +200,13 @@ def _outcome(function, *args):
 @settings(deadline=None)
 @given(value=st.dictionaries(KEYS, JSON, max_size=5) | JSON, schema=SCHEMA | JSON)
 def test_walks_take_any_schema(value, schema):
-    """Over any schema: pruning is idempotent and removes exactly what unknown_fields reports, defaulting is
-    idempotent, and neither touches its input."""
+    """Over any schema: the unknown fields are paths or a CrdError, the same on a second call, and the input is
+    left alone."""
     before = copy.deepcopy(value)
     found = _outcome(unknown_fields, value, schema)
-    pruned = _outcome(prune, value, schema)
-    assert found[0] == pruned[0]  # both walks refuse the same schemas
-    if pruned[0] == 'ok':
-        kept, removed = pruned[1]
-        assert removed == found[1] and all(isinstance(path, str) for path in removed)
-        assert prune(kept, schema) == (kept, [])  # idempotent: a pruned object has nothing left to prune
-        assert unknown_fields(kept, schema) == []
-    defaulted = _outcome(apply_defaults, value, schema)
-    if defaulted[0] == 'ok':
-        assert apply_defaults(defaulted[1], schema) == defaulted[1]  # idempotent: defaults are applied once
+    if found[0] == 'ok':
+        assert all(isinstance(path, str) for path in found[1])
+    assert _outcome(unknown_fields, value, schema) == found
     assert value == before
 
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._fw_query import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._fw_query import (
     FwQueryError,
     evaluate,
     normalize_expectation,

@@ -14,10 +14,10 @@ from __future__ import annotations
 import netaddr
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ip_networks import first_overlap
-from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._ip_networks import first_overlap
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import (
     NetworkOperatorError, check_ip_networks)
-from ansible_collections.gpunet.rdma.plugins.module_utils._spiderpool import SpiderpoolError, check_pools
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._spiderpool import SpiderpoolError, check_pools
 
 
 def named(*cidrs):

@@ -15,8 +15,8 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpunet.rdma.plugins.module_utils import _ledger
-from ansible_collections.gpunet.rdma.plugins.module_utils._management_path import (
+from ansible_collections.gpunet.rdma.plugins.plugin_utils import _ledger
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._management_path import (
     ManagementPathError,
     SysfsNet,
     connection_address,

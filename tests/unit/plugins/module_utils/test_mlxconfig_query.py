@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._mlxconfig import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.firmware._mlxconfig import (
     MlxconfigError,
     apply_changes,
     element_queries,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import (
     NetworkOperatorError,
     json_pointer,
     merge_tolerations,
@@ -18,7 +18,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator impo
     shared_device_plugin_config,
     stale_resource_patch,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
 
 
 def ports(profile, tmp_path, hardware):
@@ -100,7 +100,7 @@ def test_json_patch_paths_escape_slashes():
 
 
 def test_node_policy_names_fit_the_operators_limit():
-    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
+    from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import (
         NODE_POLICY_NAME_MAX, node_policy_name)
     assert node_policy_name('ib_v100') == 'ib-v100'
     assert node_policy_name('RoCE.A100') == 'roce-a100'
@@ -113,7 +113,7 @@ def test_node_policy_names_fit_the_operators_limit():
 
 
 def test_policy_layout():
-    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import policy_layout
+    from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import policy_layout
     assert policy_layout('v26.4.1')[0] == 'node'
     assert policy_layout('26.7.0', 'auto', None)[0] == 'node'
     assert policy_layout('v26.1.1')[0] == 'cluster'
@@ -127,7 +127,7 @@ def test_policy_layout():
 
 
 def test_group_names_that_cannot_be_label_values():
-    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import node_selector
+    from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import node_selector
     assert node_selector('ib_v100') == ({'gpunet.rdma/group': 'ib_v100'}, True)
     assert node_selector('ib_v100', {'ib_v100': {'a/b': 'c'}}) == ({'a/b': 'c'}, False)
     with pytest.raises(NetworkOperatorError, match='set node_selectors._ib'):
@@ -137,7 +137,7 @@ def test_group_names_that_cannot_be_label_values():
 
 
 def test_duplicate_policy_names_are_refused():
-    from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import nic_node_policies
+    from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import nic_node_policies
     port = [{'state': 'ACTIVE', 'netdev': 'ib0', 'link_layer': 'InfiniBand'}]
     plugin = {'repository': 'r', 'image': 'k8s-rdma-shared-dev-plugin', 'version': 'v1'}
     with pytest.raises(NetworkOperatorError, match='groups ib_v100 and ib-v100 give the same NicNodePolicy name'):

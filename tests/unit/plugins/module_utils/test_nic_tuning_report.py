@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import (
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._fleet_report import (
     build_fleet_report,
     render_markdown,
     tuning_state,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.validation._perftest import (
     explain_failure,
     line_rate_result,
     parse,

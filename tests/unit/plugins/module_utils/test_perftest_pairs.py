@@ -14,9 +14,9 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_perftest_records, rdma_validate_pairs
-from ansible_collections.gpunet.rdma.plugins.module_utils._perftest import RailError, fold_latency, node_rails, ring_pairs
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.filter.validate import rdma_perftest_records, rdma_validate_pairs
+from ansible_collections.gpunet.rdma.plugins.module_utils.validation._perftest import RailError, fold_latency, node_rails, ring_pairs
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
 
 
 @pytest.fixture(scope='module')
@@ -107,7 +107,7 @@ def test_rails_named_by_the_fabric(profiles):
 def test_a_vf_named_as_a_rail_is_refused(profiles):
     with pytest.raises(RailError, match=r'validation.rails\[1\] \(mlx5_8\) names mlx5_8, an SR-IOV virtual function'):
         node_rails(profiles['roce_a100'], 'Ethernet', ['mlx5_0', 'mlx5_8'])
-    with pytest.raises(AnsibleFilterError, match=r'rdma_validate_pairs: .*group g, host r1: validation.rails\[0\] '
+    with pytest.raises(AnsibleFilterError, match=r'validate_pairs: .*group g, host r1: validation.rails\[0\] '
                                                  r'\(mlx5_9\|mlx5_1\) names mlx5_9'):
         rdma_validate_pairs({'g': fabric('g', 'Ethernet', 100, ['r1', 'r2'], rails=[['mlx5_9', 'mlx5_1']])},
                             {'r1': profiles['roce_a100'], 'r2': profiles['roce_a100']})
@@ -188,6 +188,27 @@ def test_the_filter_adds_each_sides_tests(profiles):
         {'device': 'mlx5_0', 'port': 1, 'gid_index': None, 'tool': 'ib_write_lat', 'max_latency_usec': 3.0}]
     with pytest.raises(AnsibleFilterError, match='ib_write_bw2, not a perftest tool'):
         rdma_validate_pairs({}, {}, {'tools': ['ib_write_bw2']})
+
+
+def test_every_groups_listed_pairs_whichever_host_plans(profiles):
+    """The role plans once, on one host, whose rdma_validate_pairs is its own group's validation.pairs: another group's
+    listed pairs must be planned all the same (the lab's ib_v100 pair went missing when an A100 node planned)."""
+    v100 = fabric('ib_v100', 'InfiniBand', 100, ['v1', 'v2'],
+                  pairs=[{'server': 'v1', 'client': 'v2', 'device': 'mlx5_0'}])
+    a100 = fabric('ib_a100', 'InfiniBand', 200, ['a1', 'a2'], ring=False)
+    ports = {'v1': profiles['v100'], 'v2': profiles['v100'], 'a1': profiles['v100'], 'a2': profiles['v100']}
+    listed_by_a100 = [{'server': 'a2', 'client': 'a1', 'device': 'mlx5_1'}]
+    for options in ({'explicit': listed_by_a100}, {'explicit': listed_by_a100, 'ring': False}):
+        pairs = rdma_validate_pairs({'ib_v100': v100, 'ib_a100': a100}, ports, options)
+        listed = [(p['client'], p['server'], p['device'], p['group']) for p in pairs if p['rail'] is None]
+        assert listed == [('a1', 'a2', 'mlx5_1', 'ib_a100'), ('v2', 'v1', 'mlx5_0', 'ib_v100')]
+        rings = [(p['client'], p['server'], p['device']) for p in pairs if p['rail'] is not None]
+        assert rings == ([] if options.get('ring') is False else [('v1', 'v2', 'mlx5_0'), ('v1', 'v2', 'mlx5_1')])
+    # the planning host's own list repeats its group's: planned once
+    assert len([p for p in rdma_validate_pairs({'ib_v100': v100}, ports, {'explicit': v100['validation']['pairs']})
+                if p['rail'] is None]) == 1
+    with pytest.raises(AnsibleFilterError, match=r"validate_pairs: the input\[ib_v100\].validation.pairs"):
+        rdma_validate_pairs({'ib_v100': dict(v100, validation={'pairs': [{'server': 'v1'}]})}, ports)
 
 
 def result(tool, ok=True, problem=None, **record):

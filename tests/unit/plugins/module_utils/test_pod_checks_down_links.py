@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import MARK, pod_checks
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._workloads import MARK, pod_checks
 
 INTERFACE = json.dumps([
     {'ifname': 'lo', 'operstate': 'UNKNOWN', 'addr_info': [{'local': '127.0.0.1', 'prefixlen': 8}]},

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_driver import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.drivers._rdma_driver import (
     parse_dpkg_status, parse_os_release, parse_rpm_query,
     DriverError,
     check_kernel_release,

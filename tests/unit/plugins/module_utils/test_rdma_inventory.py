@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import (
     NetworkOperatorError,
     shared_device_plugin_config,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import (
     roce_gid_index,
     DEVICE_KEYS,
     PORT_KEYS,
@@ -34,7 +34,7 @@ from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import
     sysfs_root_problem,
     unknown_link_layer_gap,
 )
-from ansible_collections.gpunet.rdma.plugins.module_utils._spiderpool import SpiderpoolError, resolve_nics
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._spiderpool import SpiderpoolError, resolve_nics
 
 PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -13,10 +13,10 @@ import os
 
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._core_schema import validate_builtin
-from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import validate_object
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
-from ansible_collections.gpunet.rdma.plugins.module_utils._spiderpool import (
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._core_schema import validate_builtin
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema import validate_object
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._spiderpool import (
     SpiderpoolError,
     build,
     calico_autodetection_patch,

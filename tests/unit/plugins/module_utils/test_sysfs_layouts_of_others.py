@@ -13,16 +13,13 @@ at test time. Every expectation below is written by hand from reading those upst
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.gpunet.rdma.plugins.module_utils import _rdma_inventory
-from ansible_collections.gpunet.rdma.plugins.module_utils._rdma_inventory import SysfsReader
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts import _rdma_inventory
+from ansible_collections.gpunet.rdma.plugins.module_utils.facts._rdma_inventory import SysfsReader
 from ansible_collections.gpunet.rdma.plugins.modules import ibdev2netdev_facts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -102,13 +99,6 @@ def node_exporter_sys(tmp_path):
     return str(tmp_path / 'sys')
 
 
-def run_module(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            ibdev2netdev_facts.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
-
-
 def read(path):
     with open(path, encoding='utf-8', newline='') as handle:
         return handle.read()
@@ -145,11 +135,11 @@ def test_the_extracted_trees_keep_the_upstream_quirks(procfs_sys, node_exporter_
 # ------------------------------------------------------- the upstream trees
 
 
-def test_procfs_tree_as_published_fails_on_its_phys_state_without_a_traceback(procfs_sys, capsys):
+def test_procfs_tree_as_published_fails_on_its_phys_state_without_a_traceback(procfs_sys, run_module):
     """procfs' mlx5_0 port 1 has phys_state "4: ACTIVE": a port state in the physical-state file, which no kernel
     writes (4 is "PortConfigurationTraining", drivers/infiniband/core/sysfs.c phys_state_to_str). The reader
     refuses unknown values rather than guessing, so the module fails, quoting the value."""
-    code, result = run_module({'source': 'sysfs', 'sysfs_root': procfs_sys}, capsys)
+    code, result = run_module(ibdev2netdev_facts, {'source': 'sysfs', 'sysfs_root': procfs_sys})
     assert code == 1
     assert result['failed'] is True and 'exception' not in result
     assert result['msg'].startswith('Cannot read RDMA hardware from sysfs: ')
@@ -157,22 +147,22 @@ def test_procfs_tree_as_published_fails_on_its_phys_state_without_a_traceback(pr
     assert result['offending_line'] == '4: ACTIVE'
 
 
-def test_procfs_tree_as_published_the_failure_names_the_file(procfs_sys, capsys):
+def test_procfs_tree_as_published_the_failure_names_the_file(procfs_sys, run_module):
     """The message must say which file held the value: on a host with many ports, "unexpected phys_state value
     'ACTIVE'" alone cannot be acted on."""
-    code, result = run_module({'source': 'sysfs', 'sysfs_root': procfs_sys}, capsys)
+    code, result = run_module(ibdev2netdev_facts, {'source': 'sysfs', 'sysfs_root': procfs_sys})
     assert code == 1
     assert 'mlx5_0' in result['msg'] and 'phys_state' in result['msg']
     assert os.path.join('mlx5_0', 'ports', '1', 'phys_state') in result['msg']
 
 
-def test_procfs_tree_with_the_kernels_phys_state(procfs_sys, capsys):
+def test_procfs_tree_with_the_kernels_phys_state(procfs_sys, run_module):
     """The same tree with mlx5_0's phys_state in the kernel's words for physical state 4; everything else as
     published."""
     phys_state = os.path.join(procfs_sys, 'class', 'infiniband', 'mlx5_0', 'ports', '1', 'phys_state')
     with open(phys_state, 'w') as handle:
         handle.write('4: PortConfigurationTraining\n')
-    code, result = run_module({'source': 'sysfs', 'sysfs_root': procfs_sys}, capsys)
+    code, result = run_module(ibdev2netdev_facts, {'source': 'sysfs', 'sysfs_root': procfs_sys})
     assert code == 0, result.get('msg')
     ports = result['ansible_facts']['rdma_ports']
     devices = result['ansible_facts']['rdma_devices']
@@ -200,8 +190,8 @@ def test_procfs_tree_with_the_kernels_phys_state(procfs_sys, capsys):
     assert result['msg'] == '3 RDMA devices (1 SR-IOV VF), 4 ports (4 ACTIVE) from sysfs'
 
 
-def test_node_exporter_tree(node_exporter_sys, capsys):
-    code, result = run_module({'source': 'sysfs', 'sysfs_root': node_exporter_sys}, capsys)
+def test_node_exporter_tree(node_exporter_sys, run_module):
+    code, result = run_module(ibdev2netdev_facts, {'source': 'sysfs', 'sysfs_root': node_exporter_sys})
     assert code == 0, result.get('msg')
     ports = result['ansible_facts']['rdma_ports']
     assert [port_summary(p) for p in ports] == [

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._network_operator import merge_tolerations
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._network_operator import merge_tolerations
 
 ADMIN = {'key': 'nvidia.com/gpu', 'operator': 'Equal', 'value': 'present', 'effect': 'NoSchedule'}
 

@@ -11,9 +11,9 @@ import json
 import os
 import subprocess
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_validate import rdma_validation_manifests
-from ansible_collections.gpunet.rdma.plugins.module_utils._core_schema import validate_builtin
-from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import POD_GID_INDEX
+from ansible_collections.gpunet.rdma.plugins.filter.validate import rdma_validation_manifests
+from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._core_schema import validate_builtin
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._workloads import POD_GID_INDEX
 
 V100_PORTS = [{'device': 'mlx5_0', 'port': 1, 'netdev': 'ibp94s0f0', 'state': 'ACTIVE', 'link_layer': 'InfiniBand',
                'rate_gbps': 100},
@@ -189,7 +189,7 @@ def test_nccl_job_runs_all_reduce_perf_one_rank_per_node_with_every_nccl_variabl
 def test_nccl_job_is_valid_against_the_mpi_operator_crd():
     """The MPIJob against the MPI Operator v0.8.0 CRD (tests/crds), unknown fields included."""
     import yaml
-    from ansible_collections.gpunet.rdma.plugins.module_utils._crd_schema import crd_index, validate_object
+    from ansible_collections.gpunet.rdma.plugins.module_utils.cluster._crd_schema import crd_index, validate_object
     path = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'crds', 'mpi-operator-v0.8.0',
                         'kubeflow.org_mpijobs.yaml')
     with open(path) as handle:
@@ -223,7 +223,7 @@ def test_hostdev_pods_find_their_vf():
 
 def test_groups_without_gpudirect_run_nccl_through_host_memory():
     # The VMware PVRDMA reference design runs its MPIJob with NCCL_IB_GDR_LEVEL=0: no peer memory in the guest.
-    from ansible_collections.gpunet.rdma.plugins.module_utils._workloads import nccl_env
+    from ansible_collections.gpunet.rdma.plugins.plugin_utils._workloads import nccl_env
     no_gdr = dict((e['name'], e['value']) for e in nccl_env({'link_layer': 'Ethernet', 'expect_gdr': False}))
     assert no_gdr['NCCL_NET_GDR_LEVEL'] == 'LOC' and no_gdr['NCCL_IB_GDR_LEVEL'] == '0'
     assert no_gdr['NCCL_IB_DISABLE'] == '0' and no_gdr['NCCL_IB_ROCE_VERSION_NUM'] == '2'

@@ -21,7 +21,6 @@ import builtins
 import errno
 import glob
 import hashlib
-import importlib
 import json
 import os
 import stat
@@ -30,15 +29,9 @@ import sys
 import pytest
 import yaml
 
-from ansible.module_utils.common import warnings as module_warnings
-from ansible.module_utils.testing import patch_module_args
-
-import sysfs_fixture
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES_DIR = os.path.join(HERE, 'bad_inputs')
 REPO = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
-HARDWARE = os.path.join(REPO, 'lab', 'hardware')
 # Written by the lab doubles on every call, whatever the outcome.
 ALWAYS_IGNORED = ('lab/firmware/calls.log', 'lab/perftest/calls.log')
 MINIMUM_CASES = 80
@@ -110,8 +103,9 @@ def snapshot(root, ignored):
     return state
 
 
-def install_faults(monkeypatch, faults, names):
-    """Simulated OS errors: the tests run as root, which reads and writes anything, so EACCES is injected."""
+def fault_patches(faults, names):
+    """Simulated OS errors, as patches for the run: the tests run as root, which reads and writes anything, so EACCES
+    is injected."""
     read_faults, write_faults = {}, {}
     for fault in faults or []:
         fault = substitute(fault, names)
@@ -142,9 +136,7 @@ def install_faults(monkeypatch, faults, names):
             raise OSError(number, os.strerror(number), os.fspath(path))
         return real_os_open(path, flags, *args, **kwargs)
 
-    if read_faults or write_faults:
-        monkeypatch.setattr(builtins, 'open', fake_open)
-        monkeypatch.setattr(os, 'open', fake_os_open)
+    return {(builtins, 'open'): fake_open, (os, 'open'): fake_os_open} if read_faults or write_faults else {}
 
 
 def start_apiserver(spec, tmp_path, names):
@@ -170,49 +162,25 @@ def start_apiserver(spec, tmp_path, names):
     return api
 
 
-def run_case(case, tmp_path, monkeypatch, capsys):
+def run_case(case, tmp_path, run_module, lab_tree):
     root = str(tmp_path / 'case')
     os.makedirs(root)
     names = {'tmp': root, 'lab': os.path.join(root, 'lab'), 'repo': REPO}
     apiserver = start_apiserver(case['apiserver'], tmp_path, names) if case.get('apiserver') is not None else None
     if case.get('lab'):
-        profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, case['lab'] + '.yml'))
-        sysfs_fixture.build(profile, os.path.join(names['lab'], 'sys'))
-        sysfs_fixture.build_firmware(profile, names['lab'])
-        monkeypatch.setenv('GPUNET_LAB_ROOT', names['lab'])
+        lab_tree(case['lab'], root=names['lab'])
     make_files(root, case.get('files'), names)
-    for key, value in substitute(case.get('env') or {}, names).items():
-        monkeypatch.setenv(key, str(value))
-    args = substitute(dict(case.get('args') or {}), names)
-    if case.get('check_mode'):
-        args['_ansible_check_mode'] = True
-    if case.get('diff'):
-        args['_ansible_diff'] = True
     expect = substitute(case.get('expect') or {}, names)
     ignored = set(ALWAYS_IGNORED) | set(expect.get('ignore') or [])
     before = snapshot(root, ignored)
-    install_faults(monkeypatch, case.get('faults'), names)
-    module = importlib.import_module('ansible_collections.gpunet.rdma.plugins.modules.%s' % case['module'])
-    # Warnings are module-global: each case starts with none. Once a filter plugin was imported in this process,
-    # ansible-core takes it for the controller and sends warnings to its display instead of the result.
-    module_warnings._global_warnings.clear()
-    monkeypatch.setattr('ansible.module_utils._internal.is_controller', False)
-    with patch_module_args(args):
-        try:
-            module.main()
-        except SystemExit:
-            pass
-        except BaseException as exc:  # pylint: disable=broad-except
-            pytest.fail('%s: unhandled %s: %s' % (case['id'], type(exc).__name__, exc))
-        finally:
-            monkeypatch.undo()
-            if apiserver is not None:
-                apiserver.stop()
-    out = capsys.readouterr().out
     try:
-        result = json.loads(out)
-    except ValueError:
-        pytest.fail('%s: the module printed no JSON result: %r' % (case['id'], out[-2000:]))
+        _code, result = run_module(case['module'], substitute(dict(case.get('args') or {}), names),
+                                   check_mode=case.get('check_mode'), diff=case.get('diff'),
+                                   env=substitute(case.get('env') or {}, names),
+                                   patch=fault_patches(case.get('faults'), names))
+    finally:
+        if apiserver is not None:
+            apiserver.stop()
     return result, before, snapshot(root, ignored), expect
 
 
@@ -230,8 +198,8 @@ def test_every_module_has_cases():
 
 
 @pytest.mark.parametrize('case', CASES, ids=[case['id'] for case in CASES])
-def test_bad_input(case, tmp_path, monkeypatch, capsys):
-    result, before, after, expect = run_case(case, tmp_path, monkeypatch, capsys)
+def test_bad_input(case, tmp_path, run_module, lab_tree):
+    result, before, after, expect = run_case(case, tmp_path, run_module, lab_tree)
     wanted_failed = expect.get('failed', True)
     message = result.get('msg', '')
     assert bool(result.get('failed')) is wanted_failed, '%s: %s' % (case['id'], json.dumps(result)[:2000])

@@ -12,17 +12,13 @@ case ever writes a file the owner writes again. The real containerd 1.6.20 binar
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 
 import pytest
 import yaml
 
-from ansible.module_utils.common import warnings as module_warnings
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.gpunet.rdma.plugins.module_utils import _containerd_owner
+from ansible_collections.gpunet.rdma.plugins.module_utils.runtime import _containerd_owner
 from ansible_collections.gpunet.rdma.plugins.modules import containerd_spec
 
 HERE = os.path.dirname(__file__)
@@ -86,18 +82,6 @@ def snapshot(root):
     return state
 
 
-def run_module(args, capsys, monkeypatch, check_mode=False):
-    args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=True)
-    # Warnings are module-global, and once a controller plugin was imported in this process ansible-core sends
-    # them to its display instead of the result (as in test_bad_inputs.py).
-    module_warnings._global_warnings.clear()
-    monkeypatch.setattr('ansible.module_utils._internal.is_controller', False)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            containerd_spec.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
-
-
 def kubespray_snippet(message):
     """The YAML block of the kubespray refusal (between the inventory hint and "and run kubespray's")."""
     start = message.index('group_vars/all/containerd.yml):\n') + len('group_vars/all/containerd.yml):\n')
@@ -105,7 +89,7 @@ def kubespray_snippet(message):
 
 
 @pytest.mark.parametrize('case', CASES, ids=[case['id'] for case in CASES])
-def test_owner_case(case, tmp_path, capsys, monkeypatch):
+def test_owner_case(case, tmp_path, run_module, monkeypatch):
     tmp = str(tmp_path)
     lay_out(tmp, case.get('layout'))
     if case.get('spec_dir'):
@@ -122,7 +106,7 @@ def test_owner_case(case, tmp_path, capsys, monkeypatch):
     args.update(fill(case.get('args', {}), tmp))
     before = snapshot(tmp)
 
-    code, result = run_module(args, capsys, monkeypatch, check_mode=case.get('check_mode', False))
+    code, result = run_module(containerd_spec, args, check_mode=case.get('check_mode', False), diff=True)
 
     expect = fill(case['expect'], tmp)
     after = snapshot(tmp)

@@ -15,37 +15,18 @@ import stat
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.gpunet.rdma.plugins.modules import mlxconfig
-
-import sysfs_fixture
-
-HARDWARE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'lab', 'hardware')
 
 
 @pytest.fixture
-def lab(tmp_path, monkeypatch):
+def lab(lab_tree):
     """An unpacked lab node root (sys/, firmware/, bin/) with the A100 profile."""
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
-    return tmp_path
+    return lab_tree('a100')
 
 
-def run(args, capsys, lab_root, check_mode=False, diff=False):
-    args = dict(args)
-    args.setdefault('executable', str(lab_root / 'bin' / 'mlxconfig'))
-    args.setdefault('sysfs_root', str(lab_root / 'sys'))
-    if check_mode:
-        args['_ansible_check_mode'] = True
-    if diff:
-        args['_ansible_diff'] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            mlxconfig.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
+def on(lab_root, args):
+    """The module's arguments on a lab root: its mlxconfig double and its sysfs tree unless ``args`` name others."""
+    return dict({'executable': str(lab_root / 'bin' / 'mlxconfig'), 'sysfs_root': str(lab_root / 'sys')}, **args)
 
 
 def calls(lab_root, tool='mlxconfig'):
@@ -61,8 +42,8 @@ def state_digest(lab_root):
     return digest.hexdigest()
 
 
-def test_query_only(lab, capsys):
-    code, result = run({'device': 'mlx5_0'}, capsys, lab)
+def test_query_only(lab, run_module):
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0'}))
     assert code == 0 and result['changed'] is False
     assert result['device'] == '0000:0c:00.0'
     assert result['config']['LINK_TYPE_P1'] == {'default': 'IB(1)', 'current': 'ETH(2)', 'next_boot': 'ETH(2)',
@@ -72,9 +53,9 @@ def test_query_only(lab, capsys):
     assert calls(lab) == [['-d', '0000:0c:00.0', '-e', 'q']]
 
 
-def test_set_link_type_then_idempotent(lab, capsys):
-    code, result = run({'device': '0c:00.0', 'params': {'LINK_TYPE_P1': 'IB', 'SRIOV_EN': False}}, capsys, lab,
-                       diff=True)
+def test_set_link_type_then_idempotent(lab, run_module):
+    code, result = run_module(mlxconfig, on(lab, {'device': '0c:00.0',
+                                                  'params': {'LINK_TYPE_P1': 'IB', 'SRIOV_EN': False}}), diff=True)
     assert code == 0 and result['changed'] is True
     assert result['changes'] == {'LINK_TYPE_P1': {'before': 'ETH(2)', 'after': 'IB(1)'}}
     assert result['config']['LINK_TYPE_P1']['next_boot'] == 'IB(1)'
@@ -85,26 +66,27 @@ def test_set_link_type_then_idempotent(lab, capsys):
     sets = [c for c in calls(lab) if 'set' in c]
     assert sets == [['-d', '0000:0c:00.0', '-y', 'set', 'LINK_TYPE_P1=IB']]
 
-    code, again = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 1, 'SRIOV_EN': 'False'}}, capsys, lab)
+    code, again = run_module(mlxconfig, on(lab, {'device': 'mlx5_0',
+                                                 'params': {'LINK_TYPE_P1': 1, 'SRIOV_EN': 'False'}}))
     assert again['changed'] is False and again['changes'] == {}
     # still waiting for a reset: an older change that was never activated stays pending
     assert again['pending'] == ['LINK_TYPE_P1'] and again['reboot_required'] is True
     assert len([c for c in calls(lab) if 'set' in c]) == 1
 
 
-def test_several_parameters_in_one_set_call(lab, capsys):
-    _code, result = run({'device': '0000:0c:00.0', 'params': {'LINK_TYPE_P1': 'IB', 'SRIOV_EN': True,
-                                                              'NUM_OF_VFS': 8}}, capsys, lab)
+def test_several_parameters_in_one_set_call(lab, run_module):
+    _code, result = run_module(mlxconfig, on(lab, {'device': '0000:0c:00.0', 'params': {
+        'LINK_TYPE_P1': 'IB', 'SRIOV_EN': True, 'NUM_OF_VFS': 8}}))
     assert sorted(result['changes']) == ['LINK_TYPE_P1', 'NUM_OF_VFS', 'SRIOV_EN']
     assert [c for c in calls(lab) if 'set' in c] == [
         ['-d', '0000:0c:00.0', '-y', 'set', 'LINK_TYPE_P1=IB', 'NUM_OF_VFS=8', 'SRIOV_EN=True']]
     assert result['pending'] == ['LINK_TYPE_P1', 'NUM_OF_VFS', 'SRIOV_EN']
 
 
-def test_check_mode_never_sets(lab, capsys):
+def test_check_mode_never_sets(lab, run_module):
     before = state_digest(lab)
-    _code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}}, capsys, lab, check_mode=True,
-                        diff=True)
+    _code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}}),
+                               check_mode=True, diff=True)
     assert result['changed'] is True
     assert result['changes'] == {'LINK_TYPE_P1': {'before': 'ETH(2)', 'after': 'IB(1)'}}
     assert result['pending'] == ['LINK_TYPE_P1']
@@ -122,22 +104,22 @@ def test_check_mode_never_sets(lab, capsys):
     ('0000:af:00.0', {}, 'Device not found: there is no PCI function 0000:af:00.0'),
     ('/dev/mst/mt4123_pciconf9', {}, 'run `mst start`'),
 ])
-def test_clear_failures_set_nothing(lab, capsys, device, params, message):
+def test_clear_failures_set_nothing(lab, run_module, device, params, message):
     before = state_digest(lab)
-    code, result = run({'device': device, 'params': params}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': device, 'params': params}))
     assert code == 1
     assert message in result['msg']
     assert not [c for c in calls(lab) if 'set' in c]
     assert state_digest(lab) == before
 
 
-def test_mst_device_path(lab, capsys, tmp_path, monkeypatch):
+def test_mst_device_path(lab, run_module, tmp_path, monkeypatch):
     mst_dir = tmp_path / 'mst'
     monkeypatch.setattr(mlxconfig, 'resolve_device', lambda module, device, root: device)
     monkeypatch.setenv('GPUNET_LAB_MST_DIR', str(mst_dir))
     os.makedirs(str(mst_dir))
     (mst_dir / 'mt4123_pciconf0').write_text('')
-    code, result = run({'device': str(mst_dir / 'mt4123_pciconf0')}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': str(mst_dir / 'mt4123_pciconf0')}))
     assert code == 0, result
     assert 'LINK_TYPE_P1' in result['config']
 
@@ -151,10 +133,11 @@ def refusing_double(lab, tmp_path, word, error, rc):
     return str(wrapper)
 
 
-def test_plain_layout_fallback(lab, capsys, tmp_path):
+def test_plain_layout_fallback(lab, run_module, tmp_path):
     """Tools without -e: the plain layout is used; only this run's changes are known to be pending."""
     old_tool = refusing_double(lab, tmp_path, '-e', '-E- Unknown flag -e', 1)
-    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': old_tool}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'},
+                                                  'executable': old_tool}))
     assert code == 0
     assert result['config']['LINK_TYPE_P1'] == {'default': None, 'current': None, 'next_boot': 'IB(1)',
                                                 'read_only': False}
@@ -162,25 +145,26 @@ def test_plain_layout_fallback(lab, capsys, tmp_path):
     assert result['layout'] == 'plain'
 
 
-def test_failing_set_is_reported(lab, capsys, tmp_path):
+def test_failing_set_is_reported(lab, run_module, tmp_path):
     busy_tool = refusing_double(lab, tmp_path, 'set', '-E- Failed to set configuration: device busy', 3)
-    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': busy_tool}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'},
+                                                  'executable': busy_tool}))
     assert code == 1
     assert '-E- Failed to set configuration: device busy' in result['msg']
 
 
-def test_missing_tools(lab, capsys, monkeypatch, tmp_path):
+def test_missing_tools(lab, run_module, monkeypatch, tmp_path):
     monkeypatch.setenv('PATH', str(tmp_path))
     monkeypatch.setattr(mlxconfig, '_EXTRA_BIN_DIRS', [str(tmp_path)])
-    code, result = run({'device': 'mlx5_0', 'executable': None}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'executable': None}))
     assert code == 1
     assert 'mlxconfig or mstconfig was not found on PATH' in result['msg']
     assert 'apt install mstflint' in result['msg']
 
 
-def test_real_mstconfig_cannot_open_a_device_that_is_not_there(lab, capsys, tmp_path):
+def test_real_mstconfig_cannot_open_a_device_that_is_not_there(lab, run_module, tmp_path):
     """mstflint's real mstconfig, on a machine without ConnectX hardware."""
-    code, result = run({'device': '0000:0c:00.0', 'executable': shutil.which('mstconfig')}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': '0000:0c:00.0', 'executable': shutil.which('mstconfig')}))
     assert code == 1
     assert '-E- Failed to open the device' in result['msg']
     assert 'is a ConnectX device and its driver is loaded' in result['msg']
@@ -194,9 +178,9 @@ def fake_tool(tmp_path, name, body):
     return str(path)
 
 
-def test_the_query_lists_the_parameters_of_a_real_card_of_the_generation(lab, capsys):
+def test_the_query_lists_the_parameters_of_a_real_card_of_the_generation(lab, run_module):
     """The double prints a ConnectX-6's parameter list (arrays, mixed case included) in the current MFT layout."""
-    _code, result = run({'device': 'mlx5_0'}, capsys, lab)
+    _code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0'}))
     config = result['config']
     assert len(config) > 150
     assert config['EXP_ROM_UEFI_x86_ENABLE'] == {'default': 'True(1)', 'current': 'True(1)', 'next_boot': 'True(1)',
@@ -206,22 +190,23 @@ def test_the_query_lists_the_parameters_of_a_real_card_of_the_generation(lab, ca
     assert result['columns'] == ['Default', 'Current', 'Next Boot']
 
 
-def test_mixed_case_parameter_on_the_connectx4_lx(lab, capsys):
-    _code, result = run({'device': 'mlx5_bond_0', 'params': {'EXP_ROM_UEFI_x86_ENABLE': True}}, capsys, lab)
+def test_mixed_case_parameter_on_the_connectx4_lx(lab, run_module):
+    _code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_bond_0',
+                                                   'params': {'EXP_ROM_UEFI_x86_ENABLE': True}}))
     assert result['changes'] == {'EXP_ROM_UEFI_x86_ENABLE': {'before': 'False(0)', 'after': 'True(1)'}}
     assert [c for c in calls(lab) if 'set' in c] == [['-d', '0000:3b:00.0', '-y', 'set', 'EXP_ROM_UEFI_x86_ENABLE=True']]
-    _code, again = run({'device': 'mlx5_bond_0', 'params': {'EXP_ROM_UEFI_x86_ENABLE': 1}}, capsys, lab)
+    _code, again = run_module(mlxconfig, on(lab, {'device': 'mlx5_bond_0', 'params': {'EXP_ROM_UEFI_x86_ENABLE': 1}}))
     assert again['changed'] is False and again['pending'] == ['EXP_ROM_UEFI_x86_ENABLE']
 
 
-def test_array_elements_are_queried_and_set_by_index(lab, capsys):
+def test_array_elements_are_queried_and_set_by_index(lab, run_module):
     params = {'ESWITCH_HAIRPIN_DESCRIPTORS[2]': 64}
-    _code, result = run({'device': 'mlx5_1', 'params': params}, capsys, lab)
+    _code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_1', 'params': params}))
     assert result['changes'] == {'ESWITCH_HAIRPIN_DESCRIPTORS[2]': {'before': '0', 'after': '64'}}
     assert ['-d', '0000:8d:00.0', '-e', 'q', 'ESWITCH_HAIRPIN_DESCRIPTORS[2]'] in calls(lab)
     assert result['config']['ESWITCH_HAIRPIN_DESCRIPTORS[2]']['next_boot'] == '64'
     assert result['pending'] == ['ESWITCH_HAIRPIN_DESCRIPTORS[2]']
-    _code, again = run({'device': 'mlx5_1', 'params': params}, capsys, lab)
+    _code, again = run_module(mlxconfig, on(lab, {'device': 'mlx5_1', 'params': params}))
     assert again['changed'] is False
     assert len([c for c in calls(lab) if 'set' in c]) == 1
 
@@ -236,16 +221,16 @@ def test_array_elements_are_queried_and_set_by_index(lab, capsys):
     ({'LINK_TYPE_P1': 'VPI'}, 'LINK_TYPE_P1 does not accept'),
     ({'exp_rom_uefi_x86_enable': True}, 'did you mean EXP_ROM_UEFI_x86_ENABLE?'),
 ])
-def test_values_the_tool_refuses_are_refused_before_anything_is_set(lab, capsys, params, message):
+def test_values_the_tool_refuses_are_refused_before_anything_is_set(lab, run_module, params, message):
     before = state_digest(lab)
-    code, result = run({'device': 'mlx5_0', 'params': params}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'params': params}))
     assert code == 1 and message in result['msg'], result['msg']
     assert result['msg'].startswith('Nothing was set on 0000:0c:00.0')
     assert not [c for c in calls(lab) if 'set' in c]
     assert state_digest(lab) == before
 
 
-def test_the_double_refuses_the_same_values_as_the_module(lab, capsys):
+def test_the_double_refuses_the_same_values_as_the_module(lab):
     """Without the module's checks, the tool double refuses them with mlxconfig's own messages."""
     before = state_digest(lab)
     tool = str(lab / 'bin' / 'mlxconfig')
@@ -265,9 +250,9 @@ def test_the_double_refuses_the_same_values_as_the_module(lab, capsys):
     (b'printf "Configurations:   Next Boot\\n   LINK_TYPE_P1   \\377\\376\\n"\n', 'unrecognised value'),
     (b'printf "Device #1:\\nConfigurations:   Next Boot\\n   A  1\\nDevice #2:\\n"\n', 'more than one device'),
 ])
-def test_tool_output_of_another_shape_is_quoted(lab, capsys, tmp_path, body, message):
+def test_tool_output_of_another_shape_is_quoted(lab, run_module, tmp_path, body, message):
     tool = fake_tool(tmp_path, 'odd-mlxconfig', body)
-    code, result = run({'device': 'mlx5_0', 'executable': tool}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'executable': tool}))
     assert code == 1 and message in result['msg'], result['msg']
     assert 'Cannot parse the output of %s -d 0000:0c:00.0 -e q' % tool in result['msg']
     assert 'Check that executable is mlxconfig (NVIDIA MFT) or mstconfig (mstflint)' in result['msg']
@@ -278,25 +263,25 @@ def test_tool_output_of_another_shape_is_quoted(lab, capsys, tmp_path, body, mes
     (lambda p: None, 'does not exist'),
     (lambda p: p.write_text('#!/bin/sh\n'), 'is not executable'),
 ])
-def test_explicit_executable_that_cannot_run(lab, capsys, tmp_path, make, message):
+def test_explicit_executable_that_cannot_run(lab, run_module, tmp_path, make, message):
     path = tmp_path / 'tool'
     make(path)
-    code, result = run({'device': 'mlx5_0', 'executable': str(path)}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'executable': str(path)}))
     assert code == 1 and message in result['msg'] and 'executable' in result['msg']
 
 
-def test_device_that_is_a_directory(lab, capsys, tmp_path):
-    code, result = run({'device': str(tmp_path)}, capsys, lab)
+def test_device_that_is_a_directory(lab, run_module, tmp_path):
+    code, result = run_module(mlxconfig, on(lab, {'device': str(tmp_path)}))
     assert code == 1
     assert 'device %s is a directory, not a device' % tmp_path in result['msg']
     assert 'a PCI address (0000:86:00.0)' in result['msg']
 
 
-def test_set_failing_half_way_reports_what_was_set_and_what_is_pending(lab, capsys):
+def test_set_failing_half_way_reports_what_was_set_and_what_is_pending(lab, run_module):
     (lab / 'firmware' / 'mlxconfig-set-fault').write_text(json.dumps(
         {'after': 1, 'message': 'Failed to set nv_global_pci_conf settings ME_REG_ACCESS_BAD_PARAM (4)'}))
-    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB', 'NUM_OF_VFS': 8, 'SRIOV_EN': True}},
-                       capsys, lab)
+    wanted = {'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB', 'NUM_OF_VFS': 8, 'SRIOV_EN': True}}
+    code, result = run_module(mlxconfig, on(lab, wanted))
     assert code == 1
     assert '-E- Failed to set nv_global_pci_conf settings ME_REG_ACCESS_BAD_PARAM (4)' in result['msg']
     assert 'Set before the failure: LINK_TYPE_P1; not set: NUM_OF_VFS, SRIOV_EN' in result['msg']
@@ -305,17 +290,17 @@ def test_set_failing_half_way_reports_what_was_set_and_what_is_pending(lab, caps
     assert result['pending'] == ['LINK_TYPE_P1'] and result['reboot_required'] is True
     # the run after the fix sets only what is missing
     (lab / 'firmware' / 'mlxconfig-set-fault').unlink()
-    _code, again = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB', 'NUM_OF_VFS': 8, 'SRIOV_EN': True}},
-                       capsys, lab)
+    _code, again = run_module(mlxconfig, on(lab, wanted))
     assert sorted(again['changes']) == ['NUM_OF_VFS', 'SRIOV_EN']
 
 
-def test_success_without_effect_is_reported(lab, capsys, tmp_path):
+def test_success_without_effect_is_reported(lab, run_module, tmp_path):
     """A tool that says it set the values but did not: the module reads the device again and says so."""
     tool = fake_tool(tmp_path, 'lying-mlxconfig', (
         'for a in "$@"; do [ "$a" = set ] && { echo "Applying... Done!"; exit 0; }; done\nexec %s "$@"\n'
         % (lab / 'bin' / 'mlxconfig')).encode())
-    code, result = run({'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'}, 'executable': tool}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_0', 'params': {'LINK_TYPE_P1': 'IB'},
+                                                  'executable': tool}))
     assert code == 1
     assert 'reported success, but the device still reads LINK_TYPE_P1=ETH(2)' in result['msg']
 
@@ -325,8 +310,9 @@ def test_the_double_is_executable_as_the_lab_installs_it(lab):
     assert mode & stat.S_IXUSR
 
 
-def test_several_devices_in_one_call_query_all_before_setting_any(lab, capsys):
-    code, result = run({'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab)
+def test_several_devices_in_one_call_query_all_before_setting_any(lab, run_module):
+    both = {'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}
+    code, result = run_module(mlxconfig, on(lab, both))
     assert code == 0 and result['changed'] is True
     assert [entry['requested'] for entry in result['results']] == ['mlx5_0', 'mlx5_1']
     assert [entry['device'] for entry in result['results']] == ['0000:0c:00.0', '0000:8d:00.0']
@@ -337,14 +323,15 @@ def test_several_devices_in_one_call_query_all_before_setting_any(lab, capsys):
     assert [call for call in made if 'set' in call] == [
         ['-d', '0000:0c:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True'],
         ['-d', '0000:8d:00.0', '-y', 'set', 'ADVANCED_PCI_SETTINGS=True']]
-    code, again = run({'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab)
+    code, again = run_module(mlxconfig, on(lab, both))
     assert code == 0 and again['changed'] is False
 
 
-def test_several_devices_diff_and_check_mode(lab, capsys):
+def test_several_devices_diff_and_check_mode(lab, run_module):
     before = state_digest(lab)
-    code, result = run({'devices': ['mlx5_0', 'mlx5_1'], 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab,
-                       check_mode=True, diff=True)
+    code, result = run_module(mlxconfig, on(lab, {'devices': ['mlx5_0', 'mlx5_1'],
+                                                  'params': {'ADVANCED_PCI_SETTINGS': True}}),
+                              check_mode=True, diff=True)
     assert code == 0 and result['changed'] is True and state_digest(lab) == before
     assert [d['before_header'] for d in result['diff']] == ['0000:0c:00.0 next boot', '0000:8d:00.0 next boot']
 
@@ -355,22 +342,19 @@ def test_several_devices_diff_and_check_mode(lab, capsys):
     (['mlx5_0', '0000:0c:00.0'], 'name the same device 0000:0c:00.0'),
     ([], 'devices is empty'),
 ])
-def test_a_device_the_request_cannot_use_sets_nothing_on_the_others(lab, capsys, devices, message):
+def test_a_device_the_request_cannot_use_sets_nothing_on_the_others(lab, run_module, devices, message):
     before = state_digest(lab)
-    code, result = run({'devices': devices, 'params': {'ADVANCED_PCI_SETTINGS': True}}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'devices': devices, 'params': {'ADVANCED_PCI_SETTINGS': True}}))
     assert code == 1 and message in result['msg']
     assert state_digest(lab) == before
     assert not [call for call in calls(lab) if 'set' in call] if (lab / 'firmware' / 'calls.log').exists() else True
 
 
-def test_the_functions_of_a_dual_port_card_are_set_once_through_the_first(tmp_path, monkeypatch, capsys):
+def test_the_functions_of_a_dual_port_card_are_set_once_through_the_first(tmp_path, lab_tree, run_module):
     """V100 node: mlx5_0 and mlx5_1 are the two functions (0000:5e:00.0, .1) of one ConnectX-5; one NV config."""
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'v100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
+    lab_tree('v100')
     wanted = {'LINK_TYPE_P2': 'ETH', 'SRIOV_EN': True}
-    code, result = run({'devices': ['mlx5_1', 'mlx5_0'], 'params': wanted}, capsys, tmp_path)
+    code, result = run_module(mlxconfig, on(tmp_path, {'devices': ['mlx5_1', 'mlx5_0'], 'params': wanted}))
     assert code == 0 and result['changed'] is True
     assert calls(tmp_path) == [['-d', '0000:5e:00.1', '-e', 'q'],
                                ['-d', '0000:5e:00.1', '-y', 'set', 'LINK_TYPE_P2=ETH', 'SRIOV_EN=True'],
@@ -386,12 +370,12 @@ def test_the_functions_of_a_dual_port_card_are_set_once_through_the_first(tmp_pa
         'configured_through': '0000:5e:00.1', 'changes': first['changes'], 'pending': ['LINK_TYPE_P2', 'SRIOV_EN'],
         'reboot_required': True}]
     # the set through .1 is the adapter's: a query through .0 alone finds nothing left to set
-    code, again = run({'device': 'mlx5_0', 'params': wanted}, capsys, tmp_path)
+    code, again = run_module(mlxconfig, on(tmp_path, {'device': 'mlx5_0', 'params': wanted}))
     assert code == 0 and again['changed'] is False and again['pending'] == ['LINK_TYPE_P2', 'SRIOV_EN']
     assert again['adapter'] == '0000:5e:00' and 'configured_through' not in again
 
 
-def test_an_unlistable_class_infiniband_is_named(lab, capsys, monkeypatch):
+def test_an_unlistable_class_infiniband_is_named(lab, run_module, monkeypatch):
     """os.listdir refused (EACCES): root lists anything, an unprivileged user or an LSM may not."""
     directory = str(lab / 'sys' / 'class' / 'infiniband')
     real = os.listdir
@@ -401,7 +385,7 @@ def test_an_unlistable_class_infiniband_is_named(lab, capsys, monkeypatch):
             raise PermissionError(13, 'Permission denied', str(path))
         return real(path)
     monkeypatch.setattr(os, 'listdir', listdir)
-    code, result = run({'device': 'mlx5_7'}, capsys, lab)
+    code, result = run_module(mlxconfig, on(lab, {'device': 'mlx5_7'}))
     assert code == 1 and result['msg'] == (
         'Cannot read sysfs: %s cannot be listed: permission denied. Point sysfs_root at the sysfs mount (/sys), and '
         'run as root.' % directory)

@@ -14,27 +14,18 @@ import subprocess
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.gpunet.rdma.plugins.modules import mlxfwmanager
 
-import sysfs_fixture
-
 HERE = os.path.dirname(__file__)
-HARDWARE = os.path.join(HERE, '..', '..', '..', '..', 'lab', 'hardware')
 FIXTURES = os.path.join(HERE, '..', '..', 'fixtures', 'public', 'firmware')
 CX6 = 'MT_0000000223'
 
 
 @pytest.fixture
-def lab(tmp_path, monkeypatch):
+def lab(lab_tree):
     """An unpacked lab node root (sys/, firmware/, bin/) with the A100 profile: two ConnectX-6 (MT_0000000223,
     20.31.1014) and a ConnectX-4 Lx (MT_2420110034, 14.32.1010)."""
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
-    return tmp_path
+    return lab_tree('a100')
 
 
 def image(lab_root, version='20.35.1012', psid=CX6, name='fw-ConnectX6.bin'):
@@ -43,18 +34,9 @@ def image(lab_root, version='20.35.1012', psid=CX6, name='fw-ConnectX6.bin'):
     return str(path)
 
 
-def run(args, capsys, lab_root, check_mode=False, diff=False):
-    args = dict(args)
-    args.setdefault('executable', str(lab_root / 'bin' / 'mlxfwmanager'))
-    args.setdefault('sysfs_root', str(lab_root / 'sys'))
-    if check_mode:
-        args['_ansible_check_mode'] = True
-    if diff:
-        args['_ansible_diff'] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            mlxfwmanager.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
+def on(lab_root, args):
+    """The module's arguments on a lab root: its mlxfwmanager double and sysfs tree unless ``args`` name others."""
+    return dict({'executable': str(lab_root / 'bin' / 'mlxfwmanager'), 'sysfs_root': str(lab_root / 'sys')}, **args)
 
 
 def calls(lab_root, tool='mlxfwmanager'):
@@ -74,8 +56,8 @@ def by_device(result):
     return dict((device['device'], device) for device in result['devices'])
 
 
-def test_inventory_of_every_card(lab, capsys):
-    code, result = run({'devices': ['mlx5_0', '0000:8d:00.0', 'mlx5_bond_0']}, capsys, lab)
+def test_inventory_of_every_card(lab, run_module):
+    code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0', '0000:8d:00.0', 'mlx5_bond_0']}))
     assert code == 0 and result['changed'] is False
     devices = by_device(result)
     assert sorted(devices) == ['mlx5_0', 'mlx5_1', 'mlx5_bond_0']
@@ -90,19 +72,19 @@ def test_inventory_of_every_card(lab, capsys):
                           ['-d', '0000:3b:00.0', '--query']]
 
 
-def test_drift_against_the_group_per_psid(lab, capsys):
-    _code, result = run({'devices': ['mlx5_0', 'mlx5_bond_0'],
-                         'expected_version': {CX6: '20.35.1012', 'MT_2420110034': '14.32.1010'},
-                         'expected_psid': [CX6, 'MT_2420110034']}, capsys, lab)
+def test_drift_against_the_group_per_psid(lab, run_module):
+    _code, result = run_module(mlxfwmanager, on(lab, {
+        'devices': ['mlx5_0', 'mlx5_bond_0'], 'expected_version': {CX6: '20.35.1012', 'MT_2420110034': '14.32.1010'},
+        'expected_psid': [CX6, 'MT_2420110034']}))
     devices = by_device(result)
     assert devices['mlx5_0']['state'] == 'drift' and devices['mlx5_bond_0']['state'] == 'ok'
     assert result['drift'] == ['mlx5_0: firmware 20.31.1014, the group expects 20.35.1012']
 
 
-def test_update_burns_the_flash_only_then_a_reset_activates_it(lab, capsys):
+def test_update_burns_the_flash_only_then_a_reset_activates_it(lab, run_module):
     path = image(lab)
-    code, result = run({'devices': ['mlx5_0', 'mlx5_1'], 'image': path, 'update': True,
-                        'expected_version': '20.35.1012'}, capsys, lab, diff=True)
+    code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0', 'mlx5_1'], 'image': path, 'update': True,
+                                                     'expected_version': '20.35.1012'}), diff=True)
     assert code == 0 and result['changed'] is True
     mlx5_0 = by_device(result)['mlx5_0']
     assert (mlx5_0['fw_version'], mlx5_0['running_version'], mlx5_0['burned']) == ('20.35.1012', '20.31.1014', True)
@@ -119,37 +101,38 @@ def test_update_burns_the_flash_only_then_a_reset_activates_it(lab, capsys):
     # the kernel still shows the running firmware
     assert (lab / 'sys' / 'class' / 'infiniband' / 'mlx5_0' / 'fw_ver').read_text() == '20.31.1014\n'
 
-    code, again = run({'devices': ['mlx5_0', 'mlx5_1'], 'image': path, 'update': True}, capsys, lab)
+    code, again = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0', 'mlx5_1'], 'image': path, 'update': True}))
     assert again['changed'] is False and len([c for c in calls(lab) if '-u' in c]) == 2
     assert again['pending'] == result['pending']
 
     subprocess.run([str(lab / 'bin' / 'mlxfwreset'), '-d', '0000:0c:00.0', '-l', '3', '-y', 'r'], check=True,
                    capture_output=True)
-    _code, after = run({'devices': ['mlx5_0', 'mlx5_1'], 'expected_version': '20.35.1012'}, capsys, lab)
+    _code, after = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0', 'mlx5_1'],
+                                                     'expected_version': '20.35.1012'}))
     assert by_device(after)['mlx5_0']['state'] == 'ok' and by_device(after)['mlx5_1']['state'] == 'pending'
     assert after['pending'] == ['mlx5_1 firmware 20.35.1012']
     assert (lab / 'sys' / 'class' / 'infiniband' / 'mlx5_0' / 'fw_ver').read_text() == '20.35.1012\n'
 
 
-def test_a_reboot_activates_every_burned_image(lab, capsys):
-    run({'devices': ['mlx5_0', 'mlx5_1'], 'image': image(lab), 'update': True}, capsys, lab)
+def test_a_reboot_activates_every_burned_image(lab, run_module):
+    run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0', 'mlx5_1'], 'image': image(lab), 'update': True}))
     subprocess.run([str(lab / 'bin' / 'lab-reboot')], check=True)
-    _code, result = run({'devices': ['mlx5_0', 'mlx5_1']}, capsys, lab)
+    _code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0', 'mlx5_1']}))
     assert [d['running_version'] for d in result['devices']] == ['20.35.1012', '20.35.1012']
     assert result['pending'] == []
 
 
-def test_an_older_image_is_burned_too(lab, capsys):
+def test_an_older_image_is_burned_too(lab, run_module):
     """The group pins a release: a newer card is brought back to it (mlxfwmanager needs -f for that)."""
     path = image(lab, version='20.28.1002')
-    _code, result = run({'devices': ['mlx5_0'], 'image': path, 'update': True}, capsys, lab)
+    _code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0'], 'image': path, 'update': True}))
     assert result['changed'] is True and result['devices'][0]['fw_version'] == '20.28.1002'
 
 
-def test_check_mode_never_burns(lab, capsys):
+def test_check_mode_never_burns(lab, run_module):
     before = state_digest(lab)
-    _code, result = run({'devices': ['mlx5_0'], 'image': image(lab), 'update': True}, capsys, lab, check_mode=True,
-                        diff=True)
+    _code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0'], 'image': image(lab), 'update': True}),
+                               check_mode=True, diff=True)
     assert result['changed'] is True and result['devices'][0]['burned'] is True
     assert result['devices'][0]['fw_version'] == '20.35.1012' and result['pending'] == ['mlx5_0 firmware 20.35.1012']
     assert result['diff']['before'] == 'mlx5_0 firmware on flash: 20.31.1014\n'
@@ -157,9 +140,9 @@ def test_check_mode_never_burns(lab, capsys):
     assert state_digest(lab) == before
 
 
-def test_image_without_update_only_reports(lab, capsys):
+def test_image_without_update_only_reports(lab, run_module):
     before = state_digest(lab)
-    _code, result = run({'devices': ['mlx5_0', 'mlx5_bond_0'], 'image': image(lab)}, capsys, lab)
+    _code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0', 'mlx5_bond_0'], 'image': image(lab)}))
     devices = by_device(result)
     assert devices['mlx5_0']['image'] == {'version': '20.35.1012', 'matches': True, 'burn': True}
     assert devices['mlx5_bond_0']['image'] == {'version': None, 'matches': False, 'burn': False}
@@ -189,23 +172,23 @@ def write_mstflint(lab_root, device_output, image_output):
     return str(script)
 
 
-def test_mstflint_inventory_from_a_recorded_query(lab, capsys):
+def test_mstflint_inventory_from_a_recorded_query(lab, run_module):
     mstflint = write_mstflint(lab, 'mstflint-q-cx6-running-ironic.txt', 'mstflint-image-q-cx6-ironic.txt')
-    _code, result = run({'devices': ['mlx5_0'], 'executable': mstflint, 'expected_version': '20.35.1012'}, capsys,
-                        lab)
+    _code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0'], 'executable': mstflint,
+                                                      'expected_version': '20.35.1012'}))
     device = result['devices'][0]
     assert (device['psid'], device['fw_version'], device['running_version'], device['part_number']) == (
         'MT_0000000228', '20.35.1012', '20.34.1002', None)
     assert device['state'] == 'pending' and result['pending'] == ['mlx5_0 firmware 20.35.1012']
 
 
-def test_mstflint_burn_that_leaves_the_flash_unchanged_is_a_failure(lab, capsys):
+def test_mstflint_burn_that_leaves_the_flash_unchanged_is_a_failure(lab, run_module):
     """The tool said nothing wrong, but the flash still holds the old firmware: the module says so."""
     mstflint = write_mstflint(lab, 'mstflint-q-cx6-ironic.txt', 'mstflint-image-q-cx6-ironic.txt')
     path = lab / 'fw.bin'
     path.write_bytes(b'\0' * 16)
-    code, result = run({'devices': ['mlx5_0'], 'executable': mstflint, 'image': str(path), 'update': True}, capsys,
-                       lab)
+    code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_0'], 'executable': mstflint, 'image': str(path),
+                                                     'update': True}))
     assert code == 1 and result['failed'] is True
     assert 'burned mlx5_0 without an error, but the flash reads 20.35.1012' in result['msg']
     assert result['burned'] == ['mlx5_0']
@@ -213,14 +196,12 @@ def test_mstflint_burn_that_leaves_the_flash_unchanged_is_a_failure(lab, capsys)
         '-i %s q' % path, '-d 0000:0c:00.0 q', '-d 0000:0c:00.0 -i %s -y burn' % path, '-d 0000:0c:00.0 q']
 
 
-def test_the_flash_of_a_dual_port_card_is_burned_once_and_one_reset_runs_it(tmp_path, monkeypatch, capsys):
+def test_the_flash_of_a_dual_port_card_is_burned_once_and_one_reset_runs_it(tmp_path, lab_tree, run_module):
     """V100 node: mlx5_0 and mlx5_1 are the two functions (0000:5e:00.0, .1) of one ConnectX-5 (MT_0000000008)."""
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'v100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    monkeypatch.setenv('GPUNET_LAB_ROOT', str(tmp_path))
+    lab_tree('v100')
     path = image(tmp_path, version='16.35.3006', psid='MT_0000000008', name='fw-ConnectX5.bin')
-    code, result = run({'devices': ['mlx5_0', 'mlx5_1'], 'image': path, 'update': True}, capsys, tmp_path)
+    code, result = run_module(mlxfwmanager, on(tmp_path, {'devices': ['mlx5_0', 'mlx5_1'], 'image': path,
+                                                          'update': True}))
     assert code == 0 and result['changed'] is True
     assert [call for call in calls(tmp_path) if '-u' in call] == [['-d', '0000:5e:00.0', '-i', path, '-u', '-f', '-y']]
     mlx5_0, mlx5_1 = by_device(result)['mlx5_0'], by_device(result)['mlx5_1']
@@ -229,7 +210,7 @@ def test_the_flash_of_a_dual_port_card_is_burned_once_and_one_reset_runs_it(tmp_
     assert mlx5_1['fw_version'] == '16.35.3006' and mlx5_1['pending_activation'] is True
     subprocess.run([str(tmp_path / 'bin' / 'mlxfwreset'), '-d', '0000:5e:00.1', '-l', '3', '-y', 'r'], check=True,
                    capture_output=True)
-    _code, after = run({'devices': ['mlx5_0', 'mlx5_1']}, capsys, tmp_path)
+    _code, after = run_module(mlxfwmanager, on(tmp_path, {'devices': ['mlx5_0', 'mlx5_1']}))
     assert after['pending'] == [] and after['reboot_required'] is False
     for name in ('mlx5_0', 'mlx5_1'):
         assert (tmp_path / 'sys' / 'class' / 'infiniband' / name / 'fw_ver').read_text() == '16.35.3006\n'
@@ -246,12 +227,12 @@ def deny_listing(monkeypatch, directory):
     monkeypatch.setattr(os, 'listdir', listdir)
 
 
-def test_an_unlistable_sysfs_directory_is_named(lab, capsys, monkeypatch):
+def test_an_unlistable_sysfs_directory_is_named(lab, run_module, monkeypatch):
     deny_listing(monkeypatch, str(lab / 'sys' / 'class' / 'infiniband'))
-    code, result = run({'devices': ['mlx5_7']}, capsys, lab)
+    code, result = run_module(mlxfwmanager, on(lab, {'devices': ['mlx5_7']}))
     assert code == 1 and result['msg'] == (
         'Cannot read sysfs: %s cannot be listed: permission denied. Point sysfs_root at the sysfs mount (/sys), and '
         'run as root.' % (lab / 'sys' / 'class' / 'infiniband'))
     deny_listing(monkeypatch, str(lab / 'sys' / 'bus' / 'pci' / 'devices' / '0000:0c:00.0' / 'infiniband'))
-    code, result = run({'devices': ['0000:0c:00.0']}, capsys, lab)
+    code, result = run_module(mlxfwmanager, on(lab, {'devices': ['0000:0c:00.0']}))
     assert code == 1 and 'bus/pci/devices/0000:0c:00.0/infiniband cannot be listed: permission denied' in result['msg']

@@ -14,13 +14,7 @@ import sys
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.gpunet.rdma.plugins.modules import perftest
-
-import sysfs_fixture
-
-HARDWARE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'lab', 'hardware')
 
 
 def free_port():
@@ -30,28 +24,16 @@ def free_port():
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab(lab_tree):
     """A lab root (sys/, bin/ with the doubles) of the A100 profile: mlx5_1 ACTIVE 200 Gb/s IB, mlx5_0 DOWN."""
-    profile = sysfs_fixture.load_profile(os.path.join(HARDWARE, 'a100.yml'))
-    sysfs_fixture.build(profile, str(tmp_path / 'sys'))
-    sysfs_fixture.build_firmware(profile, str(tmp_path))
-    return tmp_path
+    return lab_tree('a100')
 
 
-def run(args, capsys, check_mode=False):
-    if check_mode:
-        args = dict(args, _ansible_check_mode=True)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            perftest.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
-
-
-def test_bandwidth_and_latency_in_one_call(lab, capsys):
-    code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'tests': [
+def test_bandwidth_and_latency_in_one_call(lab, run_module):
+    code, result = run_module(perftest, {'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'tests': [
         {'device': 'mlx5_1', 'port': 1, 'line_rate_gbps': 200},
         {'device': 'mlx5_1', 'port': 1, 'tool': 'ib_read_lat', 'max_latency_usec': 50},
-        {'device': 'mlx5_0', 'port': 1, 'line_rate_gbps': 200}]}, capsys)
+        {'device': 'mlx5_0', 'port': 1, 'line_rate_gbps': 200}]})
     assert code == 0 and result['changed'] is False
     bandwidth, latency, down = result['results']
     assert bandwidth['ok'] is True and bandwidth['problem'] is None
@@ -67,37 +49,37 @@ def test_bandwidth_and_latency_in_one_call(lab, capsys):
     assert result['failed_tests'] == ['mlx5_0/1 ib_write_bw']
 
 
-def test_a_slow_port_misses_the_line_rate(lab, capsys):
+def test_a_slow_port_misses_the_line_rate(lab, run_module):
     (lab / 'perftest').mkdir(exist_ok=True)
     (lab / 'perftest' / 'faults.json').write_text(json.dumps({'mlx5_1/1': {'share': 0.45}}))
-    code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'tests': [
-        {'device': 'mlx5_1', 'line_rate_gbps': 200}]}, capsys)
+    code, result = run_module(perftest, {'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'tests': [
+        {'device': 'mlx5_1', 'line_rate_gbps': 200}]})
     assert code == 0
     test = result['results'][0]
     assert test['ok'] is False and 'below 90 %' in test['problem']
     assert 40 < test['record']['line_rate_pct'] < 50
 
 
-def test_check_mode_runs_nothing(lab, capsys):
-    code, result = run({'tool_dir': str(lab / 'bin'), 'tests': [{'device': 'mlx5_1'}]}, capsys, check_mode=True)
+def test_check_mode_runs_nothing(lab, run_module):
+    code, result = run_module(perftest, {'tool_dir': str(lab / 'bin'), 'tests': [{'device': 'mlx5_1'}]}, check_mode=True)
     assert code == 0 and result['results'][0]['skipped'] is True and result['results'][0]['client_argv'] == []
     assert not (lab / 'firmware' / 'calls.log').exists() or 'ib_write_bw' not in (lab / 'firmware' / 'calls.log').read_text()
 
 
-def test_a_tool_dir_without_the_tool(tmp_path, capsys):
-    code, result = run({'tool_dir': str(tmp_path), 'tests': [{'device': 'mlx5_1'}]}, capsys)
+def test_a_tool_dir_without_the_tool(tmp_path, run_module):
+    code, result = run_module(perftest, {'tool_dir': str(tmp_path), 'tests': [{'device': 'mlx5_1'}]})
     assert code == 1 and 'ib_write_bw' in result['msg'] and 'does not exist' in result['msg']
 
 
-def test_a_server_and_client_that_hang_are_stopped_at_the_timeout(tmp_path, capsys):
+def test_a_server_and_client_that_hang_are_stopped_at_the_timeout(tmp_path, run_module):
     """A server that never hears from its client and a client stuck in its exchange: both are stopped when the
     timeout runs out, the test is reported failed, and no process is left behind."""
     tool = tmp_path / 'ib_write_bw'
     marker = 'gpunet-hang-%s' % os.getpid()
     tool.write_text('#!/bin/bash\nexec -a %s sleep 600\n' % marker)
     tool.chmod(0o755)
-    code, result = run({'tool_dir': str(tmp_path), 'tcp_port': free_port(), 'timeout': 2, 'connect_retries': 0,
-                        'tests': [{'device': 'mlx5_1', 'line_rate_gbps': 200}]}, capsys)
+    code, result = run_module(perftest, {'tool_dir': str(tmp_path), 'tcp_port': free_port(), 'timeout': 2,
+                                         'connect_retries': 0, 'tests': [{'device': 'mlx5_1', 'line_rate_gbps': 200}]})
     assert code == 0
     (entry,) = result['results']
     assert entry['ok'] is False and entry['rc'] is None and entry['server_rc'] is None
@@ -126,7 +108,7 @@ with patch_module_args(json.loads(sys.argv[1])):
 '''
 
 
-def test_servers_on_one_side_clients_on_the_other(lab, capsys):
+def test_servers_on_one_side_clients_on_the_other(lab, run_module):
     """A pair as the validation role runs it: the servers of a bandwidth and a latency test (serve) in another
     process, the clients (server_address) here; the client side is judged, latency against its threshold."""
     port = free_port()
@@ -136,10 +118,10 @@ def test_servers_on_one_side_clients_on_the_other(lab, capsys):
     server = subprocess.Popen([sys.executable, '-c', SERVE, json.dumps(args)], stdout=subprocess.PIPE, text=True,
                               env=env)
     try:
-        code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': port, 'server_address': '127.0.0.1',
-                            'connect_retries': 20, 'timeout': 30, 'tests': [
-                                {'device': 'mlx5_1', 'line_rate_gbps': 200},
-                                {'device': 'mlx5_1', 'tool': 'ib_write_lat', 'max_latency_usec': 1.0}]}, capsys)
+        code, result = run_module(perftest, {'tool_dir': str(lab / 'bin'), 'tcp_port': port,
+                                             'server_address': '127.0.0.1', 'connect_retries': 20, 'timeout': 30, 'tests': [
+                                                 {'device': 'mlx5_1', 'line_rate_gbps': 200},
+                                                 {'device': 'mlx5_1', 'tool': 'ib_write_lat', 'max_latency_usec': 1.0}]})
         out, _err = server.communicate(timeout=90)
     finally:
         if server.poll() is None:
@@ -157,9 +139,9 @@ def test_servers_on_one_side_clients_on_the_other(lab, capsys):
     assert 'Gb/sec' in served['results'][0]['server_stdout']
 
 
-def test_a_server_whose_client_never_comes_is_reported(lab, capsys):
-    code, result = run({'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'serve': True, 'timeout': 2,
-                        'tests': [{'device': 'mlx5_1'}]}, capsys)
+def test_a_server_whose_client_never_comes_is_reported(lab, run_module):
+    code, result = run_module(perftest, {'tool_dir': str(lab / 'bin'), 'tcp_port': free_port(), 'serve': True,
+                                         'timeout': 2, 'tests': [{'device': 'mlx5_1'}]})
     assert code == 0
     assert result['results'][0]['ok'] is False
     assert result['results'][0]['problem'].startswith('the ib_write_bw server was stopped after the timeout')
@@ -169,6 +151,6 @@ def test_a_server_whose_client_never_comes_is_reported(lab, capsys):
     ({'serve': True, 'server_address': '10.0.0.1'}, 'parameters are mutually exclusive: server_address|serve'),
     ({'server_address': '-x 3'}, 'server_address must be a host name or address'),
 ])
-def test_two_sided_parameters_are_checked(lab, capsys, args, message):
-    code, result = run(dict({'tool_dir': str(lab / 'bin'), 'tests': [{'device': 'mlx5_1'}]}, **args), capsys)
+def test_two_sided_parameters_are_checked(lab, run_module, args, message):
+    code, result = run_module(perftest, dict({'tool_dir': str(lab / 'bin'), 'tests': [{'device': 'mlx5_1'}]}, **args))
     assert code == 1 and message in result['msg']

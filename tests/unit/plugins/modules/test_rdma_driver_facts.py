@@ -6,12 +6,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
-
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpunet.rdma.plugins.modules import rdma_driver_facts
 
@@ -23,15 +20,6 @@ def double(path, output, rc=0):
     path.write_text('#!/bin/sh\necho "$LC_ALL $*" >> "%s.calls"\ncat <<\'OUT\'\n%sOUT\nexit %d\n' % (path, output, rc))
     path.chmod(0o755)
     return str(path)
-
-
-def run(args, capsys, code=0):
-    with patch_module_args(dict(args, _ansible_check_mode=True)):
-        with pytest.raises(SystemExit) as exit_info:
-            rdma_driver_facts.main()
-    result = json.loads(capsys.readouterr().out)
-    assert exit_info.value.code == code, result
-    return result
 
 
 @pytest.fixture
@@ -54,12 +42,12 @@ def host(tmp_path):
     return tmp_path
 
 
-def test_facts_of_a_mofed_host(host, capsys):
-    result = run(dict(kernel='5.15.0-91-generic', modules=['nvidia_peermem', 'gdrdrv'],
-                      modules_root=str(host / 'lib' / 'modules'), sysfs_root=str(host / 'sys'),
-                      modprobe_dir=str(host / 'modprobe.d'),
-                      ofed_info_path=double(host / 'ofed_info', 'MLNX_OFED_LINUX-24.01-0.3.3.1:\n'),
-                      rdma_path=double(host / 'rdma', 'netns exclusive copy-on-fork on\n')), capsys)
+def test_facts_of_a_mofed_host(host, run_module):
+    _code, result = run_module(rdma_driver_facts, dict(
+        kernel='5.15.0-91-generic', modules=['nvidia_peermem', 'gdrdrv'], modules_root=str(host / 'lib' / 'modules'),
+        sysfs_root=str(host / 'sys'), modprobe_dir=str(host / 'modprobe.d'),
+        ofed_info_path=double(host / 'ofed_info', 'MLNX_OFED_LINUX-24.01-0.3.3.1:\n'),
+        rdma_path=double(host / 'rdma', 'netns exclusive copy-on-fork on\n')), check_mode=True, code=0)
     facts = result['ansible_facts']['rdma_driver']
     assert result['changed'] is False
     assert facts['ofed'] == {'installed': True, 'flavor': 'MLNX_OFED_LINUX', 'version': '24.01-0.3.3.1',
@@ -79,15 +67,16 @@ def test_facts_of_a_mofed_host(host, capsys):
     assert (host / 'rdma.calls').read_text() == 'C system\n'
 
 
-def test_facts_without_rdma_kernel_support(host, capsys, monkeypatch):
+def test_facts_without_rdma_kernel_support(host, run_module, monkeypatch):
     """A container on a kernel without RDMA: no modules.dep, rdma system fails; nothing is guessed."""
     warnings = []
     # Where the warning lands depends on what else the process imported; catch it at the source.
     monkeypatch.setattr(rdma_driver_facts.RdmaModule, 'warn', lambda self, text: warnings.append(text))
-    result = run(dict(kernel='6.1.0-18-amd64', modules_root=str(host / 'none'), sysfs_root=str(host / 'empty'),
-                      modprobe_dir=str(host / 'empty'),
-                      ofed_info_path=double(host / 'ofed_info', 'bash: ofed_info: not found\n', rc=127),
-                      rdma_path=double(host / 'rdma', 'Failed to open NETLINK_RDMA socket\n', rc=1)), capsys)
+    _code, result = run_module(rdma_driver_facts, dict(
+        kernel='6.1.0-18-amd64', modules_root=str(host / 'none'), sysfs_root=str(host / 'empty'),
+        modprobe_dir=str(host / 'empty'),
+        ofed_info_path=double(host / 'ofed_info', 'bash: ofed_info: not found\n', rc=127),
+        rdma_path=double(host / 'rdma', 'Failed to open NETLINK_RDMA socket\n', rc=1)), check_mode=True, code=0)
     facts = result['ansible_facts']['rdma_driver']
     assert facts['modules_dep_found'] is False and facts['ofed']['installed'] is False
     assert facts['netns']['live'] is None and 'NETLINK_RDMA' in facts['netns']['live_error']
@@ -133,24 +122,25 @@ def nvidia_node(root, dep_line, loaded_version, operator_root_files):
     ('', None, [], dict(source=None, loaded=False, version=None, host_installed=False, host_path=None,
                         gpu_operator_root=None)),
 ])
-def test_the_nvidia_driver_source(tmp_path, capsys, dep_line, loaded_version, operator_root_files, expected):
+def test_the_nvidia_driver_source(tmp_path, run_module, dep_line, loaded_version, operator_root_files, expected):
     args = nvidia_node(tmp_path, dep_line, loaded_version, operator_root_files)
-    facts = run(args, capsys)['ansible_facts']['rdma_driver']
+    facts = run_module(rdma_driver_facts, args, check_mode=True, code=0)[1]['ansible_facts']['rdma_driver']
     if expected['gpu_operator_root']:
         expected = dict(expected, gpu_operator_root=args['nvidia_driver_root'])
     assert facts['nvidia'] == expected
     assert 'nvidia' not in facts['modules']  # reported under nvidia only, unless asked for
 
 
-def test_nvidia_is_also_a_module_entry_when_asked_for(tmp_path, capsys):
+def test_nvidia_is_also_a_module_entry_when_asked_for(tmp_path, run_module):
     args = nvidia_node(tmp_path, 'updates/dkms/nvidia.ko: \n', '550.54.15', [])
-    facts = run(dict(args, modules=['nvidia']), capsys)['ansible_facts']['rdma_driver']
+    facts = run_module(rdma_driver_facts, dict(args, modules=['nvidia']), check_mode=True,
+                       code=0)[1]['ansible_facts']['rdma_driver']
     assert facts['modules']['nvidia']['installed'] is True and facts['modules']['nvidia']['loaded'] is True
     assert facts['nvidia']['source'] == 'host'
 
 
 @pytest.mark.parametrize('short_output, short_rc', [('', 0), ('Usage: ofed_info [-s|-n|-l|-p]\n', 2)])
-def test_release_from_ofed_info_without_s(host, capsys, monkeypatch, short_output, short_rc):
+def test_release_from_ofed_info_without_s(host, run_module, monkeypatch, short_output, short_rc):
     """An ofed_info whose -s prints nothing or fails: the release comes from the first line of the full output."""
     warnings = []
     monkeypatch.setattr(rdma_driver_facts.RdmaModule, 'warn', lambda self, text: warnings.append(text))
@@ -160,20 +150,21 @@ def test_release_from_ofed_info_without_s(host, capsys, monkeypatch, short_outpu
                       'printf "MLNX_OFED_LINUX-24.01-0.3.3.1 (OFED-24.01-0.3.3):\\n\\nclusterkit:\\n"\n'
                       % (script, short_output.replace('\n', '\\n'), short_rc))
     script.chmod(0o755)
-    result = run(dict(kernel='5.15.0-91-generic', modules_root=str(host / 'lib' / 'modules'),
-                      sysfs_root=str(host / 'sys'), modprobe_dir=str(host / 'modprobe.d'), ofed_info_path=str(script),
-                      rdma_path=double(host / 'rdma', 'netns shared\n')), capsys)
+    _code, result = run_module(rdma_driver_facts, dict(
+        kernel='5.15.0-91-generic', modules_root=str(host / 'lib' / 'modules'), sysfs_root=str(host / 'sys'),
+        modprobe_dir=str(host / 'modprobe.d'), ofed_info_path=str(script),
+        rdma_path=double(host / 'rdma', 'netns shared\n')), check_mode=True, code=0)
     ofed = result['ansible_facts']['rdma_driver']['ofed']
     assert (ofed['installed'], ofed['flavor'], ofed['version']) == (True, 'MLNX_OFED_LINUX', '24.01-0.3.3.1')
     assert (host / 'ofed_info.calls').read_text() == 'C -s\nC \n'
     assert len(warnings) == 1 and 'the release was read from' in warnings[0]
 
 
-def test_ofed_info_of_another_shape_fails_quoting_it(host, capsys):
-    result = run(dict(kernel='5.15.0-91-generic', modules_root=str(host / 'lib' / 'modules'),
-                      sysfs_root=str(host / 'sys'), modprobe_dir=str(host / 'modprobe.d'),
-                      ofed_info_path=double(host / 'ofed_info', 'rdma-core 44.0\n'),
-                      rdma_path=double(host / 'rdma', 'netns shared\n')), capsys, code=1)
+def test_ofed_info_of_another_shape_fails_quoting_it(host, run_module):
+    _code, result = run_module(rdma_driver_facts, dict(
+        kernel='5.15.0-91-generic', modules_root=str(host / 'lib' / 'modules'), sysfs_root=str(host / 'sys'),
+        modprobe_dir=str(host / 'modprobe.d'), ofed_info_path=double(host / 'ofed_info', 'rdma-core 44.0\n'),
+        rdma_path=double(host / 'rdma', 'netns shared\n')), check_mode=True, code=1)
     assert result['msg'].startswith('Cannot read the installed OFED release:')
     assert "'rdma-core 44.0'" in result['msg'] and 'ofed_info_path' in result['msg']
 
@@ -187,7 +178,7 @@ def test_ofed_info_of_another_shape_fails_quoting_it(host, capsys):
     ({'modprobe_dir': 'FILE'}, 'modprobe_dir %s is not a directory'),
     ({'rdma_path': 'DIR'}, 'rdma_path: %s is a directory, not an executable file'),
 ])
-def test_wrong_input_is_named(host, capsys, args, expected):
+def test_wrong_input_is_named(host, run_module, args, expected):
     (host / 'file').write_text('')
     names = {'MISSING': str(host / 'missing'), 'MODPROBE': str(host / 'modprobe.d'), 'FILE': str(host / 'file'),
              'DIR': str(host)}
@@ -196,6 +187,6 @@ def test_wrong_input_is_named(host, capsys, args, expected):
                 rdma_path=double(host / 'rdma', 'netns shared\n'))
     for key, value in args.items():
         base[key] = [names.get(v, v) for v in value] if isinstance(value, list) else names.get(value, value)
-    result = run(base, capsys, code=1)
+    _code, result = run_module(rdma_driver_facts, base, check_mode=True, code=1)
     path = [names[v] for v in args.values() if isinstance(v, str) and v in names]
     assert (expected % path[0] if '%s' in expected else expected) in result['msg']

@@ -12,17 +12,13 @@ the way the kernel would show it.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible.module_utils.testing import patch_module_args
-
-import sysfs_fixture
-from ansible_collections.gpunet.rdma.plugins.module_utils import _sriov
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning import _sriov
 from ansible_collections.gpunet.rdma.plugins.modules import sriov_vfs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,9 +31,10 @@ PF = '0000:0b:00.0'
 PF_NAME = '0000:0b:00.0 (mlx5_0, enp11s0f0np0)'
 
 
-def roce_profile():
+@pytest.fixture
+def roce_profile(sysfs_profile):
     """The lab's RoCE node with small GID tables (same layout, built faster); only mlx5_0 has SR-IOV (8 VFs)."""
-    profile = sysfs_fixture.load_profile(os.path.join(REPO, 'lab', 'hardware', 'roce_a100.yml'))
+    profile = sysfs_profile('roce_a100')
     for device in profile['devices']:
         for port in device['ports']:
             port['gid_table_len'] = 16
@@ -45,24 +42,11 @@ def roce_profile():
 
 
 @pytest.fixture
-def node(tmp_path):
+def node(tmp_path, hardware, roce_profile):
     """The RoCE node served by the double (booted: no VF yet); ``.mountpoint`` is the sysfs_root."""
-    backing = str(tmp_path / 'backing')
-    sysfs_fixture.build(roce_profile(), backing)
+    backing = hardware(roce_profile, tmp_path / 'backing')
     with sriov_sysfs.Mounted(backing, str(tmp_path / 'sys'), boot=True) as mounted:
         yield mounted
-
-
-def run(args, capsys, check=False, diff=False):
-    args = dict(args)
-    if check:
-        args['_ansible_check_mode'] = True
-    if diff:
-        args['_ansible_diff'] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            sriov_vfs.main()
-    return json.loads(capsys.readouterr().out)
 
 
 def numvfs(node, pci=PF):
@@ -77,8 +61,8 @@ def pfs(pf=PF, num_vfs=2, **extra):
 # ---------------------------------------------------------------- creation, idempotence, facts
 
 
-def test_creates_vfs_on_a_pf_without_vfs_and_returns_their_facts(node, capsys):
-    result = run({'pfs': pfs('mlx5_0', 2, drivers_autoprobe=True), 'sysfs_root': node.mountpoint}, capsys)
+def test_creates_vfs_on_a_pf_without_vfs_and_returns_their_facts(node, run_module):
+    result = run_module(sriov_vfs, {'pfs': pfs('mlx5_0', 2, drivers_autoprobe=True), 'sysfs_root': node.mountpoint})[1]
     assert result['changed'] is True and 'failed' not in result
     pf = result['pfs'][0]
     assert (pf['pf'], pf['pci_address'], pf['before'], pf['sriov_numvfs'], pf['wanted'], pf['action']) == \
@@ -94,21 +78,21 @@ def test_creates_vfs_on_a_pf_without_vfs_and_returns_their_facts(node, capsys):
     assert result['msg'] == '%s: 0 -> 2 VFs: nothing exists that could be in use' % PF_NAME
     assert numvfs(node) == 2
 
-    again = run({'pfs': pfs('mlx5_0', 2, drivers_autoprobe=True), 'sysfs_root': node.mountpoint}, capsys)
+    again = run_module(sriov_vfs, {'pfs': pfs('mlx5_0', 2, drivers_autoprobe=True), 'sysfs_root': node.mountpoint})[1]
     assert again['changed'] is False and again['pfs'][0]['action'] == 'none'
     assert again['pfs'][0]['vfs'] == pf['vfs']
     assert again['msg'] == '%s: as wanted (2 VFs)' % PF_NAME
 
 
 @pytest.mark.parametrize('name', ['0b:00.0', PF, 'enp11s0f0np0', 'mlx5_0'])
-def test_a_pf_is_named_by_pci_address_netdev_or_rdma_device(node, capsys, name):
-    result = run({'pfs': pfs(name, 1), 'sysfs_root': node.mountpoint}, capsys)
+def test_a_pf_is_named_by_pci_address_netdev_or_rdma_device(node, run_module, name):
+    result = run_module(sriov_vfs, {'pfs': pfs(name, 1), 'sysfs_root': node.mountpoint})[1]
     assert result['pfs'][0]['pci_address'] == PF and numvfs(node) == 1
 
 
-def test_check_mode_writes_nothing_and_shows_the_diff(node, capsys):
-    result = run({'pfs': pfs(PF, 4, drivers_autoprobe=False), 'sysfs_root': node.mountpoint}, capsys, check=True,
-                 diff=True)
+def test_check_mode_writes_nothing_and_shows_the_diff(node, run_module):
+    result = run_module(sriov_vfs, {'pfs': pfs(PF, 4, drivers_autoprobe=False), 'sysfs_root': node.mountpoint},
+                        check_mode=True, diff=True)[1]
     assert result['changed'] is True and result['pfs'][0]['action'] == 'create'
     assert result['pfs'][0]['sriov_numvfs'] == 4 and result['pfs'][0]['vfs'] == []
     assert result['diff']['before'] == '%s sriov_numvfs 0\n%s sriov_drivers_autoprobe 1\n' % (PF, PF)
@@ -118,8 +102,8 @@ def test_check_mode_writes_nothing_and_shows_the_diff(node, capsys):
         assert handle.read() == '1\n'
 
 
-def test_unbound_vfs_when_autoprobe_is_off(node, capsys):
-    result = run({'pfs': pfs(PF, 2, drivers_autoprobe=False), 'sysfs_root': node.mountpoint}, capsys)
+def test_unbound_vfs_when_autoprobe_is_off(node, run_module):
+    result = run_module(sriov_vfs, {'pfs': pfs(PF, 2, drivers_autoprobe=False), 'sysfs_root': node.mountpoint})[1]
     assert result['pfs'][0]['drivers_autoprobe'] is False
     vfs = result['pfs'][0]['vfs']
     assert [(vf['driver'], vf['netdev'], vf['rdma_device']) for vf in vfs] == [(None, None, None)] * 2
@@ -128,30 +112,31 @@ def test_unbound_vfs_when_autoprobe_is_off(node, capsys):
 # ---------------------------------------------------------------- changing a count that is not zero
 
 
-def test_a_change_of_existing_vfs_waits_without_permission(node, capsys):
-    run({'pfs': pfs(PF, 2), 'sysfs_root': node.mountpoint}, capsys)
-    result = run({'pfs': pfs(PF, 4), 'sysfs_root': node.mountpoint}, capsys)
+def test_a_change_of_existing_vfs_waits_without_permission(node, run_module):
+    run_module(sriov_vfs, {'pfs': pfs(PF, 2), 'sysfs_root': node.mountpoint})
+    result = run_module(sriov_vfs, {'pfs': pfs(PF, 4), 'sysfs_root': node.mountpoint})[1]
     assert result['changed'] is False and result['pfs'][0]['action'] == 'pending'
     assert result['pending'] == ['%s: 2 -> 4 VFs destroys the 2 VFs the PF has (pods or VMs using them lose them)'
                                  % PF_NAME]
     assert result['persist'] == ['0000:0b:00.0 4 -'] and numvfs(node) == 2
-    removal = run({'pfs': pfs(PF, 0), 'sysfs_root': node.mountpoint}, capsys)
+    removal = run_module(sriov_vfs, {'pfs': pfs(PF, 0), 'sysfs_root': node.mountpoint})[1]
     assert removal['pfs'][0]['action'] == 'pending' and numvfs(node) == 2
 
 
-def test_a_change_writes_zero_first_when_allowed(node, capsys):
-    run({'pfs': pfs(PF, 2), 'sysfs_root': node.mountpoint}, capsys)
-    result = run({'pfs': pfs(PF, 4), 'allow_change': True, 'sysfs_root': node.mountpoint}, capsys, diff=True)
+def test_a_change_writes_zero_first_when_allowed(node, run_module):
+    run_module(sriov_vfs, {'pfs': pfs(PF, 2), 'sysfs_root': node.mountpoint})
+    result = run_module(sriov_vfs, {'pfs': pfs(PF, 4), 'allow_change': True, 'sysfs_root': node.mountpoint},
+                        diff=True)[1]
     assert result['changed'] is True and result['pfs'][0]['action'] == 'change'
     assert [vf['pci_address'] for vf in result['pfs'][0]['vfs']] == [
         '0000:0b:00.2', '0000:0b:00.3', '0000:0b:00.4', '0000:0b:00.5']
     assert numvfs(node) == 4 and result['diff']['before'].startswith('%s sriov_numvfs 2\n' % PF)
-    gone = run({'pfs': pfs(PF, 0), 'allow_change': True, 'sysfs_root': node.mountpoint}, capsys)
+    gone = run_module(sriov_vfs, {'pfs': pfs(PF, 0), 'allow_change': True, 'sysfs_root': node.mountpoint})[1]
     assert gone['pfs'][0]['vfs'] == [] and numvfs(node) == 0
 
 
-def test_creation_can_wait_for_the_batch_too(node, capsys):
-    result = run({'pfs': pfs(PF, 2), 'create': False, 'sysfs_root': node.mountpoint}, capsys)
+def test_creation_can_wait_for_the_batch_too(node, run_module):
+    result = run_module(sriov_vfs, {'pfs': pfs(PF, 2), 'create': False, 'sysfs_root': node.mountpoint})[1]
     assert result['changed'] is False and result['pending'] == ['%s: 0 -> 2 VFs waits for the node\'s batch' % PF_NAME]
     assert numvfs(node) == 0
 
@@ -159,98 +144,98 @@ def test_creation_can_wait_for_the_batch_too(node, capsys):
 # ---------------------------------------------------------------- refusals: nothing written
 
 
-def refused(node, capsys, args):
-    result = run(dict({'sysfs_root': node.mountpoint}, **args), capsys)
+def refused(node, run_module, args):
+    result = run_module(sriov_vfs, dict({'sysfs_root': node.mountpoint}, **args))[1]
     assert result['failed'] is True and result['changed'] is False and result['msg'].startswith('Nothing was written.')
     assert numvfs(node) == 0
     return result['msg']
 
 
-def test_more_than_totalvfs_is_refused_with_the_firmware_fix(node, capsys):
-    message = refused(node, capsys, {'pfs': pfs(PF, 9)})
+def test_more_than_totalvfs_is_refused_with_the_firmware_fix(node, run_module):
+    message = refused(node, run_module, {'pfs': pfs(PF, 9)})
     assert '%s: 9 VFs wanted, more than sriov_totalvfs 8 (the kernel refuses with ERANGE)' % PF_NAME in message
     assert 'NUM_OF_VFS: 9 (or more) in gpunet_rdma_fabric.firmware.params' in message
 
 
-def test_every_refusal_is_named_before_anything_is_written(node, capsys):
-    message = refused(node, capsys, {'pfs': [{'pf': PF, 'num_vfs': 2}, {'pf': 'mlx5_1', 'num_vfs': 2},
-                                             {'pf': 'enp99s0', 'num_vfs': 1}]})
+def test_every_refusal_is_named_before_anything_is_written(node, run_module):
+    message = refused(node, run_module, {'pfs': [{'pf': PF, 'num_vfs': 2}, {'pf': 'mlx5_1', 'num_vfs': 2},
+                                                 {'pf': 'enp99s0', 'num_vfs': 1}]})
     assert '0000:0c:00.0 (mlx5_1, enp12s0f0np0) has no SR-IOV capability (no sriov_totalvfs)' in message
     assert "enp99s0 is neither a PCI address nor a network interface or RDMA device of this host; SR-IOV capable " \
            "PFs here: %s" % PF_NAME in message
 
 
-def test_a_pf_without_sr_iov_may_ask_for_none(node, capsys):
-    result = run({'pfs': pfs('mlx5_1', 0), 'sysfs_root': node.mountpoint}, capsys)
+def test_a_pf_without_sr_iov_may_ask_for_none(node, run_module):
+    result = run_module(sriov_vfs, {'pfs': pfs('mlx5_1', 0), 'sysfs_root': node.mountpoint})[1]
     assert result['changed'] is False and result['pfs'][0]['action'] == 'none'
 
 
-def test_a_vf_is_refused_naming_its_pf(node, capsys):
-    run({'pfs': pfs(PF, 2), 'sysfs_root': node.mountpoint}, capsys)
-    result = run({'pfs': pfs('0000:0b:00.3', 1), 'sysfs_root': node.mountpoint}, capsys)
+def test_a_vf_is_refused_naming_its_pf(node, run_module):
+    run_module(sriov_vfs, {'pfs': pfs(PF, 2), 'sysfs_root': node.mountpoint})
+    result = run_module(sriov_vfs, {'pfs': pfs('0000:0b:00.3', 1), 'sysfs_root': node.mountpoint})[1]
     assert result['failed'] is True
     assert '0000:0b:00.3 (mlx5_9, enp11s0f0v1) is an SR-IOV virtual function of %s' % PF in result['msg']
 
 
-def test_the_same_pf_twice_is_refused(node, capsys):
-    message = refused(node, capsys, {'pfs': [{'pf': 'mlx5_0', 'num_vfs': 1}, {'pf': '0b:00.0', 'num_vfs': 2}]})
+def test_the_same_pf_twice_is_refused(node, run_module):
+    message = refused(node, run_module, {'pfs': [{'pf': 'mlx5_0', 'num_vfs': 1}, {'pf': '0b:00.0', 'num_vfs': 2}]})
     assert 'mlx5_0 and 0b:00.0 are the same PF (0000:0b:00.0); name each PF once.' in message
 
 
-def test_a_pf_without_driver_is_refused_before_the_kernel_says_enoent(node, capsys):
+def test_a_pf_without_driver_is_refused_before_the_kernel_says_enoent(node, run_module):
     os.unlink(os.path.join(os.path.realpath(os.path.join(node.backing, 'bus', 'pci', 'devices', PF)), 'driver'))
-    message = refused(node, capsys, {'pfs': pfs(PF, 2)})
+    message = refused(node, run_module, {'pfs': pfs(PF, 2)})
     assert 'has no driver bound (no driver link), so the kernel cannot create VFs (ENOENT)' in message
     # its own count needs no driver: the kernel's no-op comes first
-    assert run({'pfs': pfs(PF, 0), 'sysfs_root': node.mountpoint}, capsys)['changed'] is False
+    assert run_module(sriov_vfs, {'pfs': pfs(PF, 0), 'sysfs_root': node.mountpoint})[1]['changed'] is False
 
 
 FIRMWARE = [{'device': 'mlx5_0', 'pci_address': PF, 'values': {
     'NUM_OF_VFS': {'current': '8', 'next_boot': '16'}, 'SRIOV_EN': {'current': 'True(1)', 'next_boot': 'True(1)'}}}]
 
 
-def test_firmware_that_allows_fewer_is_refused(node, capsys):
+def test_firmware_that_allows_fewer_is_refused(node, run_module):
     firmware = [{'pci_address': PF, 'values': {'NUM_OF_VFS': {'current': '8', 'next_boot': '4'}}}]
-    message = refused(node, capsys, {'pfs': pfs(PF, 6), 'firmware': firmware})
+    message = refused(node, run_module, {'pfs': pfs(PF, 6), 'firmware': firmware})
     assert '%s: 6 VFs wanted, but the firmware allows 4 (NUM_OF_VFS 4 after the next boot)' % PF_NAME in message
 
 
-def test_firmware_with_sr_iov_disabled_next_boot_is_refused(node, capsys):
+def test_firmware_with_sr_iov_disabled_next_boot_is_refused(node, run_module):
     firmware = [{'pci_address': PF, 'values': {'SRIOV_EN': {'current': 'True(1)', 'next_boot': 'False(0)'}}}]
-    message = refused(node, capsys, {'pfs': pfs(PF, 2), 'firmware': firmware})
+    message = refused(node, run_module, {'pfs': pfs(PF, 2), 'firmware': firmware})
     assert 'the firmware has SR-IOV disabled (SRIOV_EN False, also after the next boot)' in message
 
 
-def test_a_count_the_firmware_allows_after_its_activation_waits(node, capsys):
-    result = run({'pfs': pfs(PF, 12), 'firmware': FIRMWARE, 'sysfs_root': node.mountpoint}, capsys)
+def test_a_count_the_firmware_allows_after_its_activation_waits(node, run_module):
+    result = run_module(sriov_vfs, {'pfs': pfs(PF, 12), 'firmware': FIRMWARE, 'sysfs_root': node.mountpoint})[1]
     assert result['changed'] is False and result['pfs'][0]['action'] == 'waiting_for_firmware'
     assert result['waiting_for_firmware'] == [
         '%s: the firmware allows 16 VFs after the next boot (NUM_OF_VFS), 8 now (sriov_totalvfs); the VFs can be '
         'created after a firmware reset or reboot' % PF_NAME]
     assert result['persist'] == ['0000:0b:00.0 12 -'] and numvfs(node) == 0
     # and within both limits it is simply done
-    assert run({'pfs': pfs(PF, 8), 'firmware': FIRMWARE, 'sysfs_root': node.mountpoint}, capsys)['changed'] is True
+    _code, result = run_module(sriov_vfs, {'pfs': pfs(PF, 8), 'firmware': FIRMWARE, 'sysfs_root': node.mountpoint})
+    assert result['changed'] is True
 
 
-def test_a_pf_whose_firmware_enables_sr_iov_next_boot_waits(node, capsys):
+def test_a_pf_whose_firmware_enables_sr_iov_next_boot_waits(node, run_module):
     values = {'NUM_OF_VFS': {'current': '0', 'next_boot': '8'},
               'SRIOV_EN': {'current': 'False(0)', 'next_boot': 'True(1)'}}
     firmware = [{'pci_address': '0000:0c:00.0', 'values': values}]
-    result = run({'pfs': pfs('mlx5_1', 4), 'firmware': firmware, 'sysfs_root': node.mountpoint}, capsys)
+    result = run_module(sriov_vfs, {'pfs': pfs('mlx5_1', 4), 'firmware': firmware, 'sysfs_root': node.mountpoint})[1]
     assert result['pfs'][0]['action'] == 'waiting_for_firmware' and 'failed' not in result
 
 
 # ---------------------------------------------------------------- not a kernel
 
 
-def test_a_plain_file_tree_is_detected_and_put_back(tmp_path, capsys):
+def test_a_plain_file_tree_is_detected_and_put_back(tmp_path, hardware, roce_profile, run_module):
     """A plain file takes any write and grows no virtfnN link: the module says so and restores the file."""
-    profile = roce_profile()
+    profile = roce_profile
     profile['devices'] = [d for d in profile['devices'] if not d.get('physfn')]  # mlx5_0 without VFs
-    root = str(tmp_path / 'sys')
-    sysfs_fixture.build(profile, root)
+    root = hardware(profile, tmp_path / 'sys')
     attribute = os.path.join(root, 'bus', 'pci', 'devices', PF, 'sriov_numvfs')
-    result = run({'pfs': pfs(PF, 2), 'sysfs_root': root}, capsys)
+    result = run_module(sriov_vfs, {'pfs': pfs(PF, 2), 'sysfs_root': root})[1]
     assert result['failed'] is True
     assert 'sriov_numvfs says 2 VFs but there are 0 virtfnN links' in result['msg']
     assert 'is not the kernel\'s sysfs (a plain file accepts any write)' in result['msg']
@@ -259,9 +244,9 @@ def test_a_plain_file_tree_is_detected_and_put_back(tmp_path, capsys):
         assert handle.read() == '0\n'
 
 
-def test_a_write_truncates_a_longer_old_value(tmp_path):
+def test_a_write_truncates_a_longer_old_value(tmp_path, hardware, roce_profile):
     """A plain file keeps the tail of a longer old value unless the write truncates: "10\\n" then "0\\n" is "0\\n"."""
-    sysfs_fixture.build(roce_profile(), str(tmp_path / 'sys'))
+    hardware(roce_profile, tmp_path / 'sys')
     sysfs = _sriov.SysfsPci(str(tmp_path / 'sys'))
     sysfs.write(PF, 'sriov_numvfs', 10)
     sysfs.write(PF, 'sriov_numvfs', 0)
@@ -276,14 +261,13 @@ PF2_NAME = '0000:0c:00.0 (mlx5_1, enp12s0f0np0)'
 
 
 @pytest.fixture
-def two_pfs(tmp_path):
+def two_pfs(tmp_path, hardware, roce_profile):
     """The RoCE node with SR-IOV on mlx5_1 too (4 VFs), served by the double."""
-    profile = roce_profile()
+    profile = roce_profile
     for device in profile['devices']:
         if device['name'] == 'mlx5_1':
             device['sriov_totalvfs'] = 4
-    backing = str(tmp_path / 'backing')
-    sysfs_fixture.build(profile, backing)
+    backing = hardware(profile, tmp_path / 'backing')
     with sriov_sysfs.Mounted(backing, str(tmp_path / 'sys'), boot=True) as mounted:
         yield mounted
 
@@ -303,10 +287,10 @@ def fail_writes_to(monkeypatch, pci, attribute, number):
     monkeypatch.setattr(_sriov.SysfsPci, 'write', write)
 
 
-def test_a_failure_on_a_later_pf_undoes_the_earlier_ones(two_pfs, capsys, monkeypatch):
+def test_a_failure_on_a_later_pf_undoes_the_earlier_ones(two_pfs, run_module, monkeypatch):
     fail_writes_to(monkeypatch, PF2, 'sriov_numvfs', errno.ENOMEM)
-    result = run({'pfs': [{'pf': PF, 'num_vfs': 2, 'drivers_autoprobe': False}, {'pf': PF2, 'num_vfs': 2}],
-                  'sysfs_root': two_pfs.mountpoint}, capsys)
+    result = run_module(sriov_vfs, {'pfs': [{'pf': PF, 'num_vfs': 2, 'drivers_autoprobe': False},
+                                            {'pf': PF2, 'num_vfs': 2}], 'sysfs_root': two_pfs.mountpoint})[1]
     assert result['failed'] is True
     assert result['msg'].startswith('%s: writing 2 to sriov_numvfs failed: Cannot allocate memory (' % PF2_NAME)
     assert result['msg'].endswith('Changed before the failure and undone: sriov_drivers_autoprobe 1 -> 0 and '
@@ -320,18 +304,18 @@ def test_a_failure_on_a_later_pf_undoes_the_earlier_ones(two_pfs, capsys, monkey
     assert result['changed'] is True and result['pf'] == PF2
 
 
-def test_an_undone_change_gets_the_old_count_back(two_pfs, capsys, monkeypatch):
-    run({'pfs': [{'pf': PF, 'num_vfs': 2}], 'sysfs_root': two_pfs.mountpoint}, capsys)
+def test_an_undone_change_gets_the_old_count_back(two_pfs, run_module, monkeypatch):
+    run_module(sriov_vfs, {'pfs': [{'pf': PF, 'num_vfs': 2}], 'sysfs_root': two_pfs.mountpoint})
     fail_writes_to(monkeypatch, PF2, 'sriov_numvfs', errno.EIO)
-    result = run({'pfs': [{'pf': PF, 'num_vfs': 4}, {'pf': PF2, 'num_vfs': 1}], 'allow_change': True,
-                  'sysfs_root': two_pfs.mountpoint}, capsys)
+    result = run_module(sriov_vfs, {'pfs': [{'pf': PF, 'num_vfs': 4}, {'pf': PF2, 'num_vfs': 1}], 'allow_change': True,
+                                    'sysfs_root': two_pfs.mountpoint})[1]
     assert 'Changed before the failure and undone: sriov_numvfs 2 -> 4 on %s.' % PF_NAME in result['msg']
     assert (numvfs(two_pfs), numvfs(two_pfs, PF2)) == (2, 0)
 
 
-def test_the_failing_pf_is_put_back_too(two_pfs, capsys, monkeypatch):
+def test_the_failing_pf_is_put_back_too(two_pfs, run_module, monkeypatch):
     """A change writes 0, then the count: when the count fails, the PF gets its VFs again."""
-    run({'pfs': [{'pf': PF2, 'num_vfs': 1}], 'sysfs_root': two_pfs.mountpoint}, capsys)
+    run_module(sriov_vfs, {'pfs': [{'pf': PF2, 'num_vfs': 1}], 'sysfs_root': two_pfs.mountpoint})
     real = _sriov.SysfsPci.write
 
     def write(self, address, name, value):
@@ -339,14 +323,14 @@ def test_the_failing_pf_is_put_back_too(two_pfs, capsys, monkeypatch):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(self, address, name, value)
     monkeypatch.setattr(_sriov.SysfsPci, 'write', write)
-    result = run({'pfs': [{'pf': PF, 'num_vfs': 1}, {'pf': PF2, 'num_vfs': 3}], 'allow_change': True,
-                  'sysfs_root': two_pfs.mountpoint}, capsys)
+    result = run_module(sriov_vfs, {'pfs': [{'pf': PF, 'num_vfs': 1}, {'pf': PF2, 'num_vfs': 3}], 'allow_change': True,
+                                    'sysfs_root': two_pfs.mountpoint})[1]
     assert ('sriov_numvfs set back to what it was (its 1 VFs were created again: whatever used the old ones lost '
             'them). Changed before the failure and undone: sriov_numvfs 0 -> 1 on %s.' % PF_NAME) in result['msg']
     assert (numvfs(two_pfs), numvfs(two_pfs, PF2)) == (0, 1)
 
 
-def test_an_undo_that_fails_is_named(two_pfs, capsys, monkeypatch):
+def test_an_undo_that_fails_is_named(two_pfs, run_module, monkeypatch):
     real = _sriov.SysfsPci.write
     calls = []
 
@@ -356,15 +340,15 @@ def test_an_undo_that_fails_is_named(two_pfs, capsys, monkeypatch):
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         return real(self, address, name, value)
     monkeypatch.setattr(_sriov.SysfsPci, 'write', write)
-    result = run({'pfs': [{'pf': PF, 'num_vfs': 2}, {'pf': PF2, 'num_vfs': 2}], 'sysfs_root': two_pfs.mountpoint},
-                 capsys)
+    result = run_module(sriov_vfs, {'pfs': [{'pf': PF, 'num_vfs': 2}, {'pf': PF2, 'num_vfs': 2}],
+                                    'sysfs_root': two_pfs.mountpoint})[1]
     assert ('Changed and NOT undone, fix by hand: sriov_numvfs 0 -> 2 on %s (%s is left with sriov_numvfs 2 and '
             'sriov_drivers_autoprobe 1, not 0 and 1 as before: putting it back failed (Input/output error); set them '
             'by hand).' % (PF_NAME, PF_NAME)) in result['msg']
 
 
-def test_sysfs_root_must_be_a_sysfs(tmp_path, capsys):
-    result = run({'pfs': pfs(), 'sysfs_root': str(tmp_path / 'missing')}, capsys)
+def test_sysfs_root_must_be_a_sysfs(tmp_path, run_module):
+    result = run_module(sriov_vfs, {'pfs': pfs(), 'sysfs_root': str(tmp_path / 'missing')})[1]
     assert result['failed'] is True
     assert result['msg'].startswith('sysfs_root: %s does not exist.' % (tmp_path / 'missing'))
 
@@ -436,9 +420,9 @@ def boot_script(node, tmp_path, lines, timeout=0):
     return done.returncode, done.stdout, done.stderr
 
 
-def test_the_boot_script_creates_the_persisted_vfs(node, tmp_path, capsys):
-    persisted = run({'pfs': pfs(PF, 3, drivers_autoprobe=False), 'sysfs_root': node.mountpoint}, capsys,
-                    check=True)['persist']
+def test_the_boot_script_creates_the_persisted_vfs(node, tmp_path, run_module):
+    persisted = run_module(sriov_vfs, {'pfs': pfs(PF, 3, drivers_autoprobe=False), 'sysfs_root': node.mountpoint},
+                           check_mode=True)[1]['persist']
     assert persisted == ['0000:0b:00.0 3 0']
     assert boot_script(node, tmp_path, persisted) == (0, '0000:0b:00.0: 3 VFs created\n', '')
     assert numvfs(node) == 3
@@ -478,7 +462,7 @@ def test_the_boot_script_reports_what_the_kernel_refuses(node, tmp_path):
 
 
 def test_a_change_is_a_step_of_the_batch_and_a_reboot_covers_it():
-    from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import plan, resolve, envelope
+    from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import plan, resolve, envelope
     ledger = {'sriov': envelope('sriov', True, [{'action': 'sriov_change', 'allowed': True, 'reason': 'mlx5_0 2 -> 4'}]),
               'runtime': envelope('runtime', True, [{'action': 'runtime_restart', 'allowed': True}])}
     assert plan(ledger)['actions'] == ['runtime_restart', 'sriov_change']
@@ -488,12 +472,12 @@ def test_a_change_is_a_step_of_the_batch_and_a_reboot_covers_it():
     assert resolve(ledger, ['reboot'], 'reboot')['sriov']['pending'] == []
 
 
-def test_the_report_shows_each_pf_and_vf(node, capsys):
-    from ansible_collections.gpunet.rdma.plugins.module_utils._fleet_report import build_fleet_report, render_markdown
-    from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import envelope
-    created = run({'pfs': [{'pf': PF, 'num_vfs': 2}, {'pf': 'mlx5_1', 'num_vfs': 0}], 'sysfs_root': node.mountpoint},
-                  capsys)
-    waiting = run({'pfs': pfs(PF, 4), 'sysfs_root': node.mountpoint}, capsys)
+def test_the_report_shows_each_pf_and_vf(node, run_module):
+    from ansible_collections.gpunet.rdma.plugins.plugin_utils._fleet_report import build_fleet_report, render_markdown
+    from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import envelope
+    created = run_module(sriov_vfs, {'pfs': [{'pf': PF, 'num_vfs': 2}, {'pf': 'mlx5_1', 'num_vfs': 0}],
+                                     'sysfs_root': node.mountpoint})[1]
+    waiting = run_module(sriov_vfs, {'pfs': pfs(PF, 4), 'sysfs_root': node.mountpoint})[1]
     detail = {'host': 'roce-1', 'wanted': 2, 'drivers_autoprobe': True, 'unit': 'gpunet-sriov-vfs.service',
               'pfs': created['pfs'], 'pending': [],
               'waiting_for_firmware': []}

@@ -18,12 +18,12 @@ import sys
 
 import pytest
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._ledger import envelope
+from ansible_collections.gpunet.rdma.plugins.plugin_utils._ledger import envelope
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpunet.rdma.plugins.filter.rdma_sriov import rdma_sriov_nodes
-from ansible_collections.gpunet.rdma.plugins.module_utils._sriov import hostdev_expectations, hostdev_rows
+from ansible_collections.gpunet.rdma.plugins.filter.sriov import rdma_sriov_nodes
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._sriov import hostdev_expectations, hostdev_rows
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 sys.path.insert(0, os.path.join(REPO, 'tests', 'doubles'))
@@ -81,7 +81,7 @@ def test_each_node_is_judged_with_the_cause():
 
 
 def test_the_filter_refuses_what_is_not_hostvars():
-    with pytest.raises(AnsibleFilterError, match='rdma_sriov_nodes'):
+    with pytest.raises(AnsibleFilterError, match='sriov_nodes'):
         rdma_sriov_nodes(['gpu-1'], 'hostvars', [])
     assert rdma_sriov_nodes(['gpu-1'], {'gpu-1': host([vf(0)])}, [node('gpu-1', '1')])[0]['ok'] is True
 

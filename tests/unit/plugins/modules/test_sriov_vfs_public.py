@@ -18,7 +18,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpunet.rdma.plugins.module_utils._sriov import explain_write_error
+from ansible_collections.gpunet.rdma.plugins.module_utils.tuning._sriov import explain_write_error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.abspath(os.path.join(HERE, '..', '..', 'fixtures', 'public', 'sriov'))
